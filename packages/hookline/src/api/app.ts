@@ -1,0 +1,94 @@
+// The Fastify application: validation (which also generates the OpenAPI document), auth, errors, routes.
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Ajv } from 'ajv';
+import formatsPlugin from 'ajv-formats';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Context } from '../context.js';
+import type { Emitter } from '../events/emit.js';
+import { MAX_EVENT_BODY_BYTES } from '../events/emit.js';
+import { registerAuth } from './auth.js';
+import { registerErrorHandling } from './errors.js';
+import { eventRoutes } from './routes/events.js';
+import { serviceRoutes } from './routes/service.js';
+import { webhookRoutes } from './routes/webhooks.js';
+import { ErrorBody } from './schemas/common.js';
+import { Endpoint } from './schemas/webhooks.js';
+
+// ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
+const addFormats = formatsPlugin as unknown as (ajv: Ajv) => Ajv;
+
+export interface AppOptions {
+  emitter: Emitter;
+  /** False for `hookline worker`, which serves only the health and metrics routes. */
+  apiRoutes?: boolean;
+  /** Extra route plugins (admin API, console) mounted by later layers. */
+  plugins?: ((app: FastifyInstance) => Promise<void>)[];
+}
+
+function validators() {
+  const options = { removeAdditional: false, useDefaults: true, allErrors: false, strict: false } as const;
+  // Bodies are JSON and keep their types: {"url": 5} is an error, not "5". Query strings and
+  // headers are text, so numbers there are coerced.
+  const body = addFormats(new Ajv({ ...options, coerceTypes: false }));
+  const text = addFormats(new Ajv({ ...options, coerceTypes: true }));
+  for (const schema of [ErrorBody, Endpoint]) {
+    body.addSchema(schema);
+    text.addSchema(schema);
+  }
+  return { body, text };
+}
+
+export async function buildApp(ctx: Context, options: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: ctx.logger as FastifyBaseLogger,
+    bodyLimit: MAX_EVENT_BODY_BYTES,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const ajv = validators();
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === 'body' ? ajv.body : ajv.text).compile(schema),
+  );
+
+  // An empty body with content-type JSON is treated as no body, so `POST …/restore` with a JSON
+  // content-type header and nothing else is not an error.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      const err = new SyntaxError('invalid JSON') as SyntaxError & { statusCode: number };
+      err.statusCode = 400;
+      done(err, undefined);
+    }
+  });
+
+  app.addSchema(ErrorBody);
+  app.addSchema(Endpoint);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'hookline',
+        version: '0.1.0',
+        description:
+          'Webhook delivery: tenants manage endpoints, producers emit events, operators handle dead letters.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) ?? `def-${i}` },
+  });
+
+  registerErrorHandling(app);
+  registerAuth(app, ctx);
+  await app.register(serviceRoutes(ctx));
+  if (options.apiRoutes ?? true) {
+    await app.register(webhookRoutes(ctx));
+    await app.register(eventRoutes(ctx, options.emitter));
+    for (const plugin of options.plugins ?? []) await app.register(plugin);
+  }
+  await app.ready();
+  return app;
+}

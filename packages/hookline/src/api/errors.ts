@@ -1,0 +1,57 @@
+// Maps every error to the one JSON shape `{error: {code, message}}`. Unknown errors are a 500 with no
+// detail for the client, logged with their stack for the operator.
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { DecryptionError } from '../crypto/envelope.js';
+import { HooklineError, type ErrorCode } from '../errors.js';
+
+export function errorBody(code: ErrorCode | string, message: string) {
+  return { error: { code, message } };
+}
+
+function fromFastify(err: FastifyError): HooklineError | null {
+  if (err.validation) {
+    const where = err.validationContext ?? 'request';
+    return new HooklineError(
+      'validation_failed',
+      `${where}${err.message.startsWith(where) ? err.message.slice(where.length) : `: ${err.message}`}`,
+    );
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new HooklineError('payload_too_large', 'request body is larger than 256 KiB');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new HooklineError('unsupported_media_type', 'send JSON with content-type: application/json');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new HooklineError('invalid_json', 'request body is not valid JSON');
+  }
+  if (err instanceof SyntaxError) return new HooklineError('invalid_json', 'request body is not valid JSON');
+  const status = err.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    return new HooklineError(status === 413 ? 'payload_too_large' : 'validation_failed', err.message);
+  }
+  return null;
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const known = err instanceof HooklineError ? err : fromFastify(err);
+    if (known) {
+      return reply.status(known.status).send(errorBody(known.code, known.message));
+    }
+    if (err instanceof DecryptionError) {
+      request.log.error({ err }, 'stored data could not be decrypted (wrong HOOKLINE_ENCRYPTION_KEY?)');
+    } else {
+      request.log.error({ err }, 'unhandled error');
+    }
+    return reply
+      .status(500)
+      .send(errorBody('internal_error', 'internal error; the server log has the details'));
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply
+      .status(404)
+      .send(errorBody('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`)),
+  );
+}

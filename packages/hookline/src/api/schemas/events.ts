@@ -1,0 +1,20 @@
+import { Type } from '@sinclair/typebox';
+import { EVENT_TYPES } from '../../catalogue/index.js';
+import { TenantId } from './common.js';
+
+export const EmitBody = Type.Object(
+  {
+    tenant_id: TenantId,
+    type: Type.String({ description: `One of: ${EVENT_TYPES.join(', ')}`, maxLength: 100 }),
+    data: Type.Object({}, { description: 'Event data; user.created needs userId shaped user_<id>' }),
+  },
+  { additionalProperties: false },
+);
+
+export const EmitHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+});
+
+export const Emitted = Type.Object({
+  id: Type.String({ description: 'msg_…; also the hook-id of every delivery' }),
+});

@@ -1,0 +1,81 @@
+import { Type } from '@sinclair/typebox';
+import { ENDPOINT_LIMITS } from '../../endpoints/endpoint-service.js';
+import { Cursor, Limit, Timestamp, TenantId } from './common.js';
+
+const Url = Type.String({
+  minLength: 1,
+  maxLength: ENDPOINT_LIMITS.url,
+  description: 'Absolute https:// URL',
+});
+const Events = Type.Array(Type.String({ maxLength: 100 }), {
+  minItems: ENDPOINT_LIMITS.minEvents,
+  maxItems: ENDPOINT_LIMITS.maxEvents,
+  description: 'Catalogue event names or the wildcards user.*, organization.*, organizationMembership.*, *',
+});
+const Description = Type.String({ maxLength: ENDPOINT_LIMITS.description });
+
+const endpointProperties = {
+  id: Type.String({ description: 'webhook_…' }),
+  url: Type.String(),
+  events: Type.Array(Type.String()),
+  description: Type.String(),
+  status: Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('deleted')]),
+  disabled_reason: Type.Union([Type.String(), Type.Null()]),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+};
+
+export const Endpoint = Type.Object(endpointProperties, { $id: 'Endpoint' });
+
+export const EndpointWithSecret = Type.Object({
+  ...endpointProperties,
+  signing_secret: Type.String({ description: 'whsec_…; shown only here and by rotate-secret' }),
+});
+
+export const CreateEndpointBody = Type.Object(
+  { url: Url, events: Events, description: Type.Optional(Description) },
+  { additionalProperties: false },
+);
+
+export const PatchEndpointBody = Type.Object(
+  {
+    url: Type.Optional(Url),
+    events: Type.Optional(Events),
+    description: Type.Optional(Description),
+    status: Type.Optional(Type.Literal('active', { description: 'Re-enables a disabled endpoint' })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const RotateSecretBody = Type.Object(
+  {
+    grace_period_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 604_800,
+        default: 0,
+        description: 'How long deliveries also carry a signature made with the old secret',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const RotatedSecret = Type.Object({ id: Type.String(), signing_secret: Type.String() });
+
+export const TenantQuery = Type.Object(
+  { tenant_id: Type.Optional(TenantId) },
+  { additionalProperties: false },
+);
+
+export const ListEndpointsQuery = Type.Object(
+  {
+    limit: Type.Optional(Limit),
+    cursor: Type.Optional(Cursor),
+    status: Type.Optional(
+      Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('deleted')]),
+    ),
+    tenant_id: Type.Optional(TenantId),
+  },
+  { additionalProperties: false },
+);

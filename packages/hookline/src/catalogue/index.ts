@@ -1,0 +1,11 @@
+export { EVENT_TYPES, isEventType, type EventType } from './events.js';
+export {
+  WILDCARDS,
+  findInvalidEventFilters,
+  isValidEventFilter,
+  isWildcard,
+  matchesEventFilter,
+  type EventFilter,
+  type Wildcard,
+} from './event-filter.js';
+export { USER_ID_PATTERN, validateEventData } from './payload-rules.js';

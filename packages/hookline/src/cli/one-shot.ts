@@ -1,0 +1,38 @@
+// Runs a short command against the configured database: migrate (idempotent, so a fresh install
+// works in any order), run, close. Logs go to stderr so stdout carries only the command's answer.
+import type { Config } from '../config.js';
+import { createContext, createLogger, type Context } from '../context.js';
+import { migrate } from '../store/migrations/index.js';
+
+export async function withContext<T>(config: Config, run: (ctx: Context) => Promise<T>): Promise<T> {
+  const ctx = await createContext(config, { logger: createLogger(config, 2), processMetrics: false });
+  try {
+    await migrate(ctx.db);
+    return await run(ctx);
+  } finally {
+    await ctx.signal.close();
+    await ctx.db.close();
+  }
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+}
+
+/** A plain aligned table for people; scripts use --json. */
+export function printTable(rows: Record<string, unknown>[], columns: string[]): void {
+  if (rows.length === 0) {
+    process.stdout.write('(none)\n');
+    return;
+  }
+  const cells = rows.map((r) =>
+    columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c]))),
+  );
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => (row[i] ?? '').length)));
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
+  process.stdout.write([line(columns), ...cells.map(line)].join('\n') + '\n');
+}

@@ -1,0 +1,152 @@
+// The one place that reads the environment. Everything else receives a frozen, typed Config.
+import path from 'node:path';
+
+export interface Config {
+  readonly databaseUrl: string;
+  /** Where the embedded default keeps its files (the SQLite database and the generated key). */
+  readonly dataDir: string | null;
+  readonly port: number;
+  readonly host: string;
+  /** base64 of 32 bytes, or null when it must be generated on first start (SQLite only). */
+  readonly encryptionKey: string | null;
+  readonly maxRetries: number;
+  readonly retryBaseMs: number;
+  readonly retryMaxMs: number;
+  readonly deliveryTimeoutMs: number;
+  readonly allowPrivateNetworks: boolean;
+  readonly logLevel: string;
+  /** Attempts in flight per worker process, all endpoints together. */
+  readonly workerConcurrency: number;
+  /** Attempts in flight per endpoint per worker process: a slow endpoint can hold at most this many slots. */
+  readonly endpointConcurrency: number;
+  /** Health port of `hookline worker` (which serves no API). */
+  readonly workerAdminPort: number;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Defaults. The retry schedule waits 10 s, 20 s, 40 s … doubling up to a 6 h cap; 16 retries after the
+ * first attempt add up to about 35 hours (at least ~26 h with jitter), so a subscriber that is down for
+ * a whole day still receives everything once it is back.
+ */
+export const DEFAULTS = {
+  databaseUrl: 'sqlite:./data/hookline.db',
+  port: 8080,
+  host: '127.0.0.1',
+  maxRetries: 16,
+  retryBaseMs: 10_000,
+  retryMaxMs: 6 * 60 * 60 * 1000,
+  deliveryTimeoutMs: 15_000,
+  logLevel: 'info',
+  workerConcurrency: 64,
+  endpointConcurrency: 4,
+  workerAdminPort: 8081,
+} as const;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+type Env = Record<string, string | undefined>;
+
+function readInt(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw.trim());
+  if (value < min || value > max)
+    throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function readBool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['true', '1', 'yes'].includes(raw)) return true;
+  if (['false', '0', 'no'].includes(raw)) return false;
+  throw new ConfigError(name, `must be true or false, got "${env[name]}"`);
+}
+
+function readDatabaseUrl(env: Env): { databaseUrl: string; dataDir: string | null } {
+  const databaseUrl = env.HOOKLINE_DATABASE_URL?.trim() || DEFAULTS.databaseUrl;
+  if (databaseUrl.startsWith('sqlite:')) {
+    const file = databaseUrl.slice('sqlite:'.length);
+    if (file === '')
+      throw new ConfigError(
+        'HOOKLINE_DATABASE_URL',
+        'sqlite: needs a file path, e.g. sqlite:./data/hookline.db',
+      );
+    return { databaseUrl, dataDir: path.dirname(path.resolve(file)) };
+  }
+  if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    try {
+      new URL(databaseUrl);
+    } catch {
+      throw new ConfigError('HOOKLINE_DATABASE_URL', 'is not a valid postgres:// URL');
+    }
+    return { databaseUrl, dataDir: null };
+  }
+  throw new ConfigError('HOOKLINE_DATABASE_URL', 'must start with sqlite: or postgres://');
+}
+
+export function validateEncryptionKey(raw: string, variable = 'HOOKLINE_ENCRYPTION_KEY'): string {
+  const trimmed = raw.trim();
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) || Buffer.from(trimmed, 'base64').length !== 32) {
+    throw new ConfigError(variable, 'must be base64 of exactly 32 bytes (try: openssl rand -base64 32)');
+  }
+  return trimmed;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const { databaseUrl, dataDir } = readDatabaseUrl(env);
+  const rawKey = env.HOOKLINE_ENCRYPTION_KEY;
+  const encryptionKey = rawKey && rawKey.trim() !== '' ? validateEncryptionKey(rawKey) : null;
+  if (encryptionKey === null && dataDir === null) {
+    throw new ConfigError(
+      'HOOKLINE_ENCRYPTION_KEY',
+      'is required with PostgreSQL: every process must share one key (generate one with: openssl rand -base64 32)',
+    );
+  }
+  const retryBaseMs = readInt(env, 'HOOKLINE_RETRY_BASE_MS', DEFAULTS.retryBaseMs, 1, 86_400_000);
+  const retryMaxMs = readInt(env, 'HOOKLINE_RETRY_MAX_MS', DEFAULTS.retryMaxMs, 1, 7 * 86_400_000);
+  if (retryMaxMs < retryBaseMs) {
+    throw new ConfigError(
+      'HOOKLINE_RETRY_MAX_MS',
+      `must not be smaller than HOOKLINE_RETRY_BASE_MS (${retryBaseMs})`,
+    );
+  }
+  const logLevel = (env.HOOKLINE_LOG_LEVEL?.trim() || DEFAULTS.logLevel).toLowerCase();
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('HOOKLINE_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const host = env.HOOKLINE_HOST?.trim() || DEFAULTS.host;
+  return Object.freeze({
+    databaseUrl,
+    dataDir,
+    port: readInt(env, 'HOOKLINE_PORT', DEFAULTS.port, 0, 65_535),
+    host,
+    encryptionKey,
+    maxRetries: readInt(env, 'HOOKLINE_MAX_RETRIES', DEFAULTS.maxRetries, 0, 100),
+    retryBaseMs,
+    retryMaxMs,
+    deliveryTimeoutMs: readInt(env, 'HOOKLINE_DELIVERY_TIMEOUT_MS', DEFAULTS.deliveryTimeoutMs, 100, 300_000),
+    allowPrivateNetworks: readBool(env, 'HOOKLINE_ALLOW_PRIVATE_NETWORKS', false),
+    logLevel,
+    workerConcurrency: readInt(env, 'HOOKLINE_WORKER_CONCURRENCY', DEFAULTS.workerConcurrency, 1, 10_000),
+    endpointConcurrency: readInt(
+      env,
+      'HOOKLINE_ENDPOINT_CONCURRENCY',
+      DEFAULTS.endpointConcurrency,
+      1,
+      1_000,
+    ),
+    workerAdminPort: readInt(env, 'HOOKLINE_WORKER_ADMIN_PORT', DEFAULTS.workerAdminPort, 0, 65_535),
+  });
+}

@@ -1,0 +1,59 @@
+// What every part of hookline is handed: configuration, database, encryption and a logger. Built once
+// per process by createContext; tests build their own with a temporary database and a fake clock.
+import { pino, type Logger } from 'pino';
+import type { Config } from './config.js';
+import { Envelope, encryptionKeyFromBase64 } from './crypto/envelope.js';
+import { loadOrCreateKeyFile } from './crypto/key-file.js';
+import type { Db } from './store/db.js';
+import { openDb } from './store/open.js';
+import { WorkSignal } from './delivery/work-signal.js';
+import { Metrics } from './metrics.js';
+
+export type Clock = () => number;
+
+export interface Context {
+  readonly config: Config;
+  readonly db: Db;
+  readonly envelope: Envelope;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  /** Wakes the fan-out and delivery loops when new work is written. */
+  readonly signal: WorkSignal;
+  readonly metrics: Metrics;
+}
+
+export interface ContextOptions {
+  db?: Db;
+  logger?: Logger;
+  clock?: Clock;
+  /** Process-wide metrics (CPU, memory) on /metrics; off in tests that run many services in one process. */
+  processMetrics?: boolean;
+}
+
+/** Logs go to stdout for the servers; one-shot commands pass 2 so stdout carries only their answer. */
+export function createLogger(config: Config, fd: 1 | 2 = 1): Logger {
+  return pino(
+    {
+      level: config.logLevel,
+      // Belt and braces: no code logs these, and if one ever does, they are masked.
+      redact: ['req.headers.authorization', '*.signing_secret', '*.secret', '*.key'],
+    },
+    pino.destination({ fd, sync: fd === 2 }),
+  );
+}
+
+export async function createContext(config: Config, options: ContextOptions = {}): Promise<Context> {
+  const keyBase64 = config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir ?? './data');
+  const db = options.db ?? openDb(config.databaseUrl);
+  const logger = options.logger ?? createLogger(config);
+  const clock = options.clock ?? Date.now;
+  return {
+    config,
+    db,
+    envelope: new Envelope(encryptionKeyFromBase64(keyBase64)),
+    logger,
+    clock,
+    signal: await WorkSignal.create(db, logger),
+    metrics: new Metrics(db, clock, options.processMetrics ?? true),
+  };
+}

@@ -1,0 +1,94 @@
+// AES-256-GCM envelopes for everything hookline stores that a copy of the database must not reveal:
+// event payloads, dead-letter messages and endpoint signing secrets.
+//
+// Layout: [version=1][key id length][key id (ascii)][12-byte nonce][ciphertext][16-byte tag]
+// The key id travels with the ciphertext so the key can rotate: new writes use the current key,
+// old rows still open with the key they name. The caller's row ids are additional authenticated
+// data, so a ciphertext copied into another row fails to open instead of leaking there.
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+
+const VERSION = 1;
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+
+export class DecryptionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DecryptionError';
+  }
+}
+
+export interface EncryptionKey {
+  readonly id: string;
+  readonly key: Buffer;
+}
+
+/** A key's id is derived from the key itself, so the same key always has the same id on every process. */
+export function encryptionKeyFromBase64(base64: string): EncryptionKey {
+  const key = Buffer.from(base64, 'base64');
+  if (key.length !== 32) throw new Error('an encryption key is 32 bytes');
+  const id = createHash('sha256').update(key).digest('hex').slice(0, 12);
+  return { id, key };
+}
+
+export class Envelope {
+  private readonly byId: Map<string, Buffer>;
+  private readonly digestKey: Buffer;
+
+  /** `current` encrypts; `previous` keys only decrypt (rows written before a key rotation). */
+  constructor(
+    private readonly current: EncryptionKey,
+    previous: readonly EncryptionKey[] = [],
+  ) {
+    this.byId = new Map([...previous, current].map((k) => [k.id, k.key]));
+    this.digestKey = Buffer.from(hkdfSync('sha256', current.key, Buffer.alloc(0), 'hookline digest', 32));
+  }
+
+  /** A keyed digest, for comparing data that must not be stored in clear (an unkeyed hash would confirm guesses). */
+  digest(text: string): string {
+    return createHmac('sha256', this.digestKey).update(text).digest('hex');
+  }
+
+  get keyId(): string {
+    return this.current.id;
+  }
+
+  seal(plaintext: Buffer | string, aad: string): Buffer {
+    const nonce = randomBytes(NONCE_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.current.key, nonce);
+    cipher.setAAD(Buffer.from(aad, 'utf8'));
+    const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+    const keyId = Buffer.from(this.current.id, 'ascii');
+    return Buffer.concat([Buffer.from([VERSION, keyId.length]), keyId, nonce, body, cipher.getAuthTag()]);
+  }
+
+  open(sealed: Buffer, aad: string): Buffer {
+    if (sealed.length < 2 || sealed[0] !== VERSION) throw new DecryptionError('unknown envelope version');
+    const keyIdLength = sealed[1] ?? 0;
+    const keyId = sealed.subarray(2, 2 + keyIdLength).toString('ascii');
+    const key = this.byId.get(keyId);
+    if (!key) throw new DecryptionError(`sealed with key ${keyId}, which this process does not have`);
+    const nonceStart = 2 + keyIdLength;
+    const tagStart = sealed.length - TAG_BYTES;
+    if (tagStart < nonceStart + NONCE_BYTES) throw new DecryptionError('envelope is truncated');
+    const decipher = createDecipheriv(
+      'aes-256-gcm',
+      key,
+      sealed.subarray(nonceStart, nonceStart + NONCE_BYTES),
+    );
+    decipher.setAAD(Buffer.from(aad, 'utf8'));
+    decipher.setAuthTag(sealed.subarray(tagStart));
+    try {
+      return Buffer.concat([
+        decipher.update(sealed.subarray(nonceStart + NONCE_BYTES, tagStart)),
+        decipher.final(),
+      ]);
+    } catch {
+      throw new DecryptionError('envelope failed authentication (wrong key, wrong row or tampered data)');
+    }
+  }
+
+  openText(sealed: Buffer, aad: string): string {
+    return this.open(sealed, aad).toString('utf8');
+  }
+}

@@ -1,0 +1,213 @@
+// The tenant-facing endpoint operations of /v1/webhooks. Callers pass an already-authorised tenant id;
+// another tenant's endpoint is simply not found.
+import { generateSecret } from '@hookline/consumer';
+import { findInvalidEventFilters } from '../catalogue/index.js';
+import type { Context } from '../context.js';
+import { HooklineError, notFound } from '../errors.js';
+import { isId, newId } from '../ids.js';
+import { checkEndpointUrl } from '../net/index.js';
+import { cancelPendingForEndpoint } from '../store/deliveries.js';
+import {
+  getEndpoint,
+  insertEndpoint,
+  listEndpoints,
+  updateEndpoint,
+  type EndpointChanges,
+  type EndpointRow,
+  type EndpointStatus,
+} from '../store/endpoints.js';
+import { ensureTenant } from '../store/tenants.js';
+import { secretAad } from './signing-secrets.js';
+
+export const ENDPOINT_LIMITS = { url: 2048, description: 1024, minEvents: 1, maxEvents: 50 } as const;
+
+export interface EndpointView {
+  id: string;
+  url: string;
+  events: string[];
+  description: string;
+  status: EndpointStatus;
+  disabled_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export function toEndpointView(row: EndpointRow): EndpointView {
+  return {
+    id: row.id,
+    url: row.url,
+    events: JSON.parse(row.events) as string[],
+    description: row.description,
+    status: row.status,
+    disabled_reason: row.disabled_reason,
+    created_at: new Date(Number(row.created_at)).toISOString(),
+    updated_at: new Date(Number(row.updated_at)).toISOString(),
+  };
+}
+
+function normaliseEvents(events: readonly string[]): string {
+  const invalid = findInvalidEventFilters([...events]);
+  if (invalid.length > 0) {
+    throw new HooklineError(
+      'invalid_event_filter',
+      `unknown event filter${invalid.length > 1 ? 's' : ''}: ${invalid.map((e) => JSON.stringify(e)).join(', ')}; ` +
+        'use catalogue event names or the wildcards user.*, organization.*, organizationMembership.*, *',
+      { invalid },
+    );
+  }
+  if (events.length < ENDPOINT_LIMITS.minEvents) {
+    throw new HooklineError(
+      'invalid_event_filter',
+      'events must list at least one event filter (use "*" for all)',
+    );
+  }
+  return JSON.stringify([...new Set(events)]);
+}
+
+async function checkUrl(ctx: Context, url: string): Promise<string> {
+  const result = await checkEndpointUrl(url, { allowPrivateNetworks: ctx.config.allowPrivateNetworks });
+  if (!result.ok) throw new HooklineError(result.code, result.message);
+  return result.url.href;
+}
+
+async function load(ctx: Context, tenantId: string, id: string): Promise<EndpointRow> {
+  if (!isId('endpoint', id)) throw notFound('webhook endpoint');
+  const row = await getEndpoint(ctx.db, tenantId, id);
+  if (!row) throw notFound('webhook endpoint');
+  return row;
+}
+
+export async function createEndpoint(
+  ctx: Context,
+  tenantId: string,
+  input: { url: string; events: string[]; description?: string },
+): Promise<EndpointView & { signing_secret: string }> {
+  const events = normaliseEvents(input.events);
+  const url = await checkUrl(ctx, input.url);
+  const now = ctx.clock();
+  const id = newId('endpoint', now);
+  const secret = generateSecret();
+  const row: EndpointRow = {
+    id,
+    tenant_id: tenantId,
+    url,
+    events,
+    description: input.description ?? '',
+    status: 'active',
+    disabled_reason: null,
+    secret: ctx.envelope.seal(secret, secretAad(id, 'current')),
+    previous_secret: null,
+    previous_secret_expires_at: null,
+    failing_since: null,
+    created_at: now,
+    updated_at: now,
+    deleted_at: null,
+  };
+  await ctx.db.transaction(async (tx) => {
+    await ensureTenant(tx, tenantId, now);
+    await insertEndpoint(tx, row);
+  });
+  return { ...toEndpointView(row), signing_secret: secret };
+}
+
+export async function getEndpointView(ctx: Context, tenantId: string, id: string): Promise<EndpointView> {
+  return toEndpointView(await load(ctx, tenantId, id));
+}
+
+export async function listEndpointViews(
+  ctx: Context,
+  tenantId: string,
+  opts: { limit: number; cursor: string | null; status: EndpointStatus | null },
+): Promise<{ data: EndpointView[]; next_cursor: string | null }> {
+  if (opts.cursor !== null && !isId('endpoint', opts.cursor)) {
+    throw new HooklineError('invalid_cursor', 'cursor is not one this API returned');
+  }
+  const rows = await listEndpoints(ctx.db, tenantId, {
+    limit: opts.limit + 1,
+    before: opts.cursor,
+    status: opts.status,
+  });
+  const page = rows.slice(0, opts.limit);
+  const last = page[page.length - 1];
+  return { data: page.map(toEndpointView), next_cursor: rows.length > opts.limit && last ? last.id : null };
+}
+
+export async function patchEndpoint(
+  ctx: Context,
+  tenantId: string,
+  id: string,
+  input: { url?: string; events?: string[]; description?: string; status?: 'active' },
+): Promise<EndpointView> {
+  const row = await load(ctx, tenantId, id);
+  if (row.status === 'deleted') {
+    throw new HooklineError('endpoint_deleted', 'this endpoint is deleted; restore it before changing it');
+  }
+  const changes: EndpointChanges = {};
+  if (input.events !== undefined) changes.events = normaliseEvents(input.events);
+  if (input.url !== undefined) changes.url = await checkUrl(ctx, input.url);
+  if (input.description !== undefined) changes.description = input.description;
+  if (input.status === 'active') {
+    changes.status = 'active';
+    changes.disabled_reason = null;
+    changes.failing_since = null;
+  }
+  const updated = await updateEndpoint(ctx.db, id, changes, ctx.clock());
+  if (input.status === 'active') ctx.signal.notify();
+  return toEndpointView(updated ?? row);
+}
+
+export async function deleteEndpoint(ctx: Context, tenantId: string, id: string): Promise<EndpointView> {
+  const row = await load(ctx, tenantId, id);
+  if (row.status === 'deleted') return toEndpointView(row);
+  const now = ctx.clock();
+  const updated = await ctx.db.transaction(async (tx) => {
+    const result = await updateEndpoint(tx, id, { status: 'deleted', deleted_at: now }, now);
+    await cancelPendingForEndpoint(tx, id, now);
+    return result;
+  });
+  return toEndpointView(updated ?? row);
+}
+
+export async function restoreEndpoint(ctx: Context, tenantId: string, id: string): Promise<EndpointView> {
+  const row = await load(ctx, tenantId, id);
+  if (row.status !== 'deleted') {
+    throw new HooklineError(
+      'endpoint_not_deleted',
+      `this endpoint is ${row.status}, not deleted; nothing to restore`,
+    );
+  }
+  const updated = await updateEndpoint(
+    ctx.db,
+    id,
+    { status: 'active', deleted_at: null, disabled_reason: null, failing_since: null },
+    ctx.clock(),
+  );
+  return toEndpointView(updated ?? row);
+}
+
+export async function rotateSecret(
+  ctx: Context,
+  tenantId: string,
+  id: string,
+  gracePeriodSeconds: number,
+): Promise<{ id: string; signing_secret: string }> {
+  const row = await load(ctx, tenantId, id);
+  const now = ctx.clock();
+  const secret = generateSecret();
+  // A rotation ends any earlier grace period: at most the new and the one just replaced remain.
+  const previous =
+    gracePeriodSeconds > 0
+      ? ctx.envelope.seal(ctx.envelope.open(row.secret, secretAad(id, 'current')), secretAad(id, 'previous'))
+      : null;
+  await updateEndpoint(
+    ctx.db,
+    id,
+    {
+      secret: ctx.envelope.seal(secret, secretAad(id, 'current')),
+      previous_secret: previous,
+      previous_secret_expires_at: previous ? now + gracePeriodSeconds * 1000 : null,
+    },
+    now,
+  );
+  return { id, signing_secret: secret };
+}

@@ -1,0 +1,9 @@
+// hookline as a library, for an identity product that embeds it:
+//
+//   const hookline = await startService(loadConfig(), { api: false, worker: true });
+//   await hookline.emitter.emit({ tenantId: 'acme', type: 'user.created', data: { userId: 'user_1' } });
+export { loadConfig, type Config } from './config.js';
+export { startService, type Service, type ServiceOptions } from './service.js';
+export { Emitter, type EmitInput, type EmitResult } from './events/emit.js';
+export { EVENT_TYPES, WILDCARDS, matchesEventFilter, type EventType } from './catalogue/index.js';
+export { HooklineError, type ErrorCode } from './errors.js';

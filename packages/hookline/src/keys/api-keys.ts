@@ -1,0 +1,76 @@
+// API keys: `hk_<role letter>_<32 random bytes, base64url>`, shown once, stored only as a SHA-256 hash.
+// SHA-256 is enough for 256-bit random keys (nothing to brute-force), and lets a key be found by hash.
+import type { Context } from '../context.js';
+import { constantTimeEqualHex, randomToken, sha256Hex } from '../crypto/hashing.js';
+import { HooklineError } from '../errors.js';
+import { newId } from '../ids.js';
+import { findApiKeyByHash, insertApiKey, type ApiKeyRow, type Role } from '../store/api-keys.js';
+import { ensureTenant } from '../store/tenants.js';
+import { assertTenantId } from '../tenants.js';
+
+const ROLE_LETTER: Record<Role, string> = { tenant: 't', producer: 'p', instance_manager: 'i' };
+
+export interface Principal {
+  keyId: string | null;
+  role: Role;
+  tenantId: string | null;
+}
+
+export interface CreatedKey {
+  key: string;
+  record: ApiKeyRow;
+}
+
+export async function createApiKey(
+  ctx: Context,
+  input: { role: Role; tenantId?: string | null; label?: string },
+): Promise<CreatedKey> {
+  const tenantId = input.tenantId ?? null;
+  if (input.role === 'tenant') {
+    if (tenantId === null) throw new HooklineError('validation_failed', 'a tenant key needs a tenant id');
+    assertTenantId(tenantId);
+  } else if (tenantId !== null) {
+    throw new HooklineError(
+      'validation_failed',
+      `a ${input.role} key belongs to no tenant; omit the tenant id`,
+    );
+  }
+  const key = `hk_${ROLE_LETTER[input.role]}_${randomToken(32)}`;
+  const now = ctx.clock();
+  const record: ApiKeyRow = {
+    id: newId('apiKey', now),
+    key_hash: sha256Hex(key),
+    prefix: key.slice(0, 10),
+    role: input.role,
+    tenant_id: tenantId,
+    label: input.label ?? '',
+    created_at: now,
+    revoked_at: null,
+  };
+  await ctx.db.transaction(async (tx) => {
+    await insertApiKey(tx, record);
+    if (tenantId !== null) await ensureTenant(tx, tenantId, now);
+  });
+  return { key, record };
+}
+
+/** The principal behind a bearer key, or null for a missing, malformed, unknown or revoked key. */
+export async function authenticate(ctx: Context, key: string | undefined): Promise<Principal | null> {
+  if (!key || !/^hk_[tpi]_[A-Za-z0-9_-]{43}$/.test(key)) return null;
+  const hash = sha256Hex(key);
+  const row = await findApiKeyByHash(ctx.db, hash);
+  if (!row || !constantTimeEqualHex(row.key_hash, hash)) return null;
+  return { keyId: row.id, role: row.role, tenantId: row.tenant_id };
+}
+
+export function publicApiKey(row: ApiKeyRow) {
+  return {
+    id: row.id,
+    prefix: row.prefix,
+    role: row.role,
+    tenant_id: row.tenant_id,
+    label: row.label,
+    created_at: new Date(row.created_at).toISOString(),
+    revoked_at: row.revoked_at === null ? null : new Date(Number(row.revoked_at)).toISOString(),
+  };
+}

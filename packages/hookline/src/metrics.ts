@@ -1,0 +1,63 @@
+// Prometheus metrics. One registry per Context, so tests that run several services in one process
+// do not share counters.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Db } from './store/db.js';
+import { queueDepth } from './store/deliveries.js';
+import { countDeadLetters } from './store/dead-letters.js';
+import { countAwaitingFanout } from './store/messages.js';
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly deliveries = new Counter({
+    name: 'hookline_delivery_attempts_total',
+    help: 'Delivery attempts by outcome: succeeded, failed (will retry), dead',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly attemptSeconds = new Histogram({
+    name: 'hookline_delivery_attempt_duration_seconds',
+    help: 'Duration of one HTTP delivery attempt',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly emitSeconds = new Histogram({
+    name: 'hookline_emit_duration_seconds',
+    help: 'Time from receiving an event to it being durable',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+  readonly emitted = new Counter({
+    name: 'hookline_events_emitted_total',
+    help: 'Events accepted by emit',
+    registers: [this.registry],
+  });
+
+  constructor(db: Db, now: () => number, defaults = true) {
+    if (defaults) collectDefaultMetrics({ register: this.registry, prefix: 'hookline_' });
+    // Queue depth and dead letters are read from the database at scrape time: they are shared state
+    // across processes, not something one process counts.
+    const depth = new Gauge({
+      name: 'hookline_queue_depth',
+      help: 'Deliveries waiting: due (ready now), scheduled (waiting for a retry), delivering; and messages awaiting fan-out',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      async collect() {
+        const d = await queueDepth(db, now());
+        this.set({ state: 'due' }, d.due);
+        this.set({ state: 'scheduled' }, d.scheduled);
+        this.set({ state: 'delivering' }, d.delivering);
+        this.set({ state: 'awaiting_fanout' }, await countAwaitingFanout(db));
+      },
+    });
+    const deadLetters = new Gauge({
+      name: 'hookline_dead_letters',
+      help: 'Dead-letter records stored',
+      registers: [this.registry],
+      async collect() {
+        this.set(await countDeadLetters(db));
+      },
+    });
+    void depth;
+    void deadLetters;
+  }
+}

@@ -1,0 +1,58 @@
+// Composes a running hookline: context, migrations, the HTTP API and/or the delivery worker.
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './api/app.js';
+import type { Config } from './config.js';
+import { createContext, type Context, type ContextOptions } from './context.js';
+import { DeliveryWorker, type WorkerOptions } from './delivery/worker.js';
+import { Emitter } from './events/emit.js';
+import { migrate } from './store/migrations/index.js';
+
+export interface ServiceOptions extends ContextOptions {
+  /** Serve the HTTP API (`serve`), or only health routes (`worker`). */
+  api: boolean;
+  worker: boolean;
+  /** Bind a port; tests that use `app.inject` leave it off. */
+  listen?: boolean;
+  workerOptions?: WorkerOptions;
+  /** Grace for attempts in flight at shutdown. */
+  shutdownGraceMs?: number;
+}
+
+export interface Service {
+  ctx: Context;
+  app: FastifyInstance;
+  emitter: Emitter;
+  worker: DeliveryWorker | null;
+  /** Where the HTTP listener is, when listening. */
+  address: string | null;
+  close(): Promise<void>;
+}
+
+export async function startService(config: Config, options: ServiceOptions): Promise<Service> {
+  const ctx = await createContext(config, options);
+  try {
+    await migrate(ctx.db, (message) => ctx.logger.info(message));
+    const emitter = new Emitter(ctx);
+    const app = await buildApp(ctx, { emitter, apiRoutes: options.api });
+    let address: string | null = null;
+    if (options.listen) {
+      const port = options.api ? config.port : config.workerAdminPort;
+      address = await app.listen({ port, host: config.host });
+    }
+    const worker = options.worker ? new DeliveryWorker(ctx, options.workerOptions) : null;
+    await worker?.start();
+    let closing: Promise<void> | null = null;
+    const close = () =>
+      (closing ??= (async () => {
+        await app.close();
+        await worker?.stop(options.shutdownGraceMs ?? 10_000);
+        await ctx.signal.close();
+        await ctx.db.close();
+      })());
+    return { ctx, app, emitter, worker, address, close };
+  } catch (err) {
+    await ctx.signal.close();
+    await ctx.db.close();
+    throw err;
+  }
+}

@@ -1,0 +1,248 @@
+// Every state transition of a delivery, each one statement. The attempt number doubles as a fencing
+// token: an outcome is written only `WHERE status = 'delivering' AND attempts = <the attempt it ran>`,
+// so a worker whose lease expired cannot overwrite a newer attempt of the same delivery.
+import type { Queryable, SqlValue } from './db.js';
+
+export const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'dead', 'cancelled'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export interface DeliveryRow {
+  id: string;
+  message_id: string;
+  endpoint_id: string;
+  tenant_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: number;
+  lease_expires_at: number | null;
+  last_status: number | null;
+  last_error: string | null;
+  /** JSON of the headers of attempt 1, kept for the dead-letter record ("as first sent"). */
+  first_headers: string | null;
+  replay_of: string | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
+}
+
+export type NewDelivery = Pick<
+  DeliveryRow,
+  | 'id'
+  | 'message_id'
+  | 'endpoint_id'
+  | 'tenant_id'
+  | 'event_type'
+  | 'next_attempt_at'
+  | 'replay_of'
+  | 'first_headers'
+>;
+
+const INSERT_COLUMNS = 11;
+
+export async function insertDeliveries(
+  q: Queryable,
+  rows: readonly NewDelivery[],
+  now: number,
+): Promise<void> {
+  // Chunked so one statement stays well inside both engines' parameter limits.
+  for (let start = 0; start < rows.length; start += 500) {
+    const chunk = rows.slice(start, start + 500);
+    const params: SqlValue[] = [];
+    const tuples = chunk.map((r, i) => {
+      params.push(r.id, r.message_id, r.endpoint_id, r.tenant_id, r.event_type, 'pending', r.next_attempt_at);
+      params.push(r.replay_of, r.first_headers, now, now);
+      const base = i * INSERT_COLUMNS;
+      return `(${Array.from({ length: INSERT_COLUMNS }, (_, k) => `$${base + k + 1}`).join(', ')})`;
+    });
+    await q.run(
+      `INSERT INTO deliveries (id, message_id, endpoint_id, tenant_id, event_type, status, next_attempt_at,
+         replay_of, first_headers, created_at, updated_at)
+       VALUES ${tuples.join(', ')}`,
+      params,
+    );
+  }
+}
+
+export type ClaimedDelivery = Pick<
+  DeliveryRow,
+  | 'id'
+  | 'message_id'
+  | 'endpoint_id'
+  | 'tenant_id'
+  | 'event_type'
+  | 'attempts'
+  | 'first_headers'
+  | 'replay_of'
+>;
+
+export interface ClaimOptions {
+  now: number;
+  leaseUntil: number;
+  limit: number;
+  /** At most this many deliveries of one endpoint per claim. */
+  perEndpoint: number;
+  /** Endpoints whose in-flight attempts are already at the cap on this worker. */
+  excludeEndpoints: readonly string[];
+}
+
+/**
+ * Claims due deliveries of active endpoints in one statement: the attempt counter and the lease are
+ * taken together. A window caps each endpoint's share of the batch, so a backlog at one endpoint does
+ * not fill the whole batch.
+ */
+export async function claimDue(q: Queryable, o: ClaimOptions): Promise<ClaimedDelivery[]> {
+  const postgres = q.dialect === 'postgres';
+  const excluded = postgres
+    ? 'SELECT jsonb_array_elements_text($5::jsonb)'
+    : 'SELECT value FROM json_each($5)';
+  const candidates = Math.max(o.limit * 8, 256);
+  return q.all<ClaimedDelivery>(
+    `WITH candidates AS (
+       SELECT d.id, d.endpoint_id, d.next_attempt_at FROM deliveries d
+       WHERE d.status = 'pending' AND d.next_attempt_at <= $1
+         AND d.endpoint_id NOT IN (${excluded})
+         AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = d.endpoint_id AND e.status = 'active')
+       ORDER BY d.next_attempt_at
+       LIMIT $6 ${postgres ? 'FOR UPDATE OF d SKIP LOCKED' : ''}
+     ), ranked AS (
+       SELECT id, next_attempt_at,
+         ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS endpoint_rank
+       FROM candidates
+     ), picked AS (
+       SELECT id FROM ranked WHERE endpoint_rank <= $4 ORDER BY next_attempt_at LIMIT $3
+     )
+     UPDATE deliveries SET status = 'delivering', attempts = attempts + 1, lease_expires_at = $2, updated_at = $1
+     WHERE id IN (SELECT id FROM picked)
+     RETURNING id, message_id, endpoint_id, tenant_id, event_type, attempts, first_headers, replay_of`,
+    [o.now, o.leaseUntil, o.limit, o.perEndpoint, JSON.stringify(o.excludeEndpoints), candidates],
+  );
+}
+
+export async function markSucceeded(
+  q: Queryable,
+  items: readonly { id: string; attempt: number; status: number }[],
+  now: number,
+): Promise<number> {
+  let changed = 0;
+  for (const item of items) {
+    changed += await q.run(
+      `UPDATE deliveries SET status = 'succeeded', last_status = $3, last_error = NULL, lease_expires_at = NULL,
+         completed_at = $4, updated_at = $4
+       WHERE id = $1 AND status = 'delivering' AND attempts = $2`,
+      [item.id, item.attempt, item.status, now],
+    );
+  }
+  return changed;
+}
+
+export interface FailedAttempt {
+  id: string;
+  attempt: number;
+  status: number | null;
+  error: string;
+  nextAttemptAt: number;
+  firstHeaders: string | null;
+}
+
+export async function markForRetry(q: Queryable, f: FailedAttempt, now: number): Promise<boolean> {
+  const changed = await q.run(
+    `UPDATE deliveries SET status = 'pending', next_attempt_at = $3, last_status = $4, last_error = $5,
+       first_headers = COALESCE(first_headers, $6), lease_expires_at = NULL, updated_at = $7
+     WHERE id = $1 AND status = 'delivering' AND attempts = $2`,
+    [f.id, f.attempt, f.nextAttemptAt, f.status, f.error, f.firstHeaders, now],
+  );
+  return changed === 1;
+}
+
+export async function markDead(
+  q: Queryable,
+  f: Omit<FailedAttempt, 'nextAttemptAt' | 'firstHeaders'>,
+  now: number,
+): Promise<boolean> {
+  const changed = await q.run(
+    `UPDATE deliveries SET status = 'dead', last_status = $3, last_error = $4, lease_expires_at = NULL,
+       completed_at = $5, updated_at = $5
+     WHERE id = $1 AND status = 'delivering' AND attempts = $2`,
+    [f.id, f.attempt, f.status, f.error, now],
+  );
+  return changed === 1;
+}
+
+/** A worker that died mid-attempt leaves its lease behind; the delivery becomes due again. */
+export async function releaseExpiredLeases(q: Queryable, now: number): Promise<number> {
+  return q.run(
+    `UPDATE deliveries SET status = 'pending', next_attempt_at = $1, lease_expires_at = NULL, updated_at = $1,
+       last_error = COALESCE(last_error, 'worker lease expired during the attempt')
+     WHERE status = 'delivering' AND lease_expires_at < $1`,
+    [now],
+  );
+}
+
+/**
+ * Returns a worker's unfinished claims at shutdown so another worker can take them at once. The claim
+ * still counts as an attempt: attempt numbers only grow, which keeps them usable as fencing tokens.
+ */
+export async function releaseClaims(
+  q: Queryable,
+  items: readonly { id: string; attempt: number }[],
+  now: number,
+): Promise<void> {
+  for (const item of items) {
+    await q.run(
+      `UPDATE deliveries SET status = 'pending', lease_expires_at = NULL, next_attempt_at = $3, updated_at = $3,
+         last_error = 'attempt interrupted by worker shutdown'
+       WHERE id = $1 AND status = 'delivering' AND attempts = $2`,
+      [item.id, item.attempt, now],
+    );
+  }
+}
+
+export async function cancelPendingForEndpoint(
+  q: Queryable,
+  endpointId: string,
+  now: number,
+): Promise<number> {
+  return q.run(
+    `UPDATE deliveries SET status = 'cancelled', lease_expires_at = NULL, completed_at = $2, updated_at = $2
+     WHERE endpoint_id = $1 AND status IN ('pending', 'delivering')`,
+    [endpointId, now],
+  );
+}
+
+export async function getDelivery(q: Queryable, id: string): Promise<DeliveryRow | undefined> {
+  return q.one<DeliveryRow>('SELECT * FROM deliveries WHERE id = $1', [id]);
+}
+
+export async function nextDueAt(q: Queryable): Promise<number | null> {
+  const row = await q.one<{ at: number | null }>(
+    `SELECT MIN(next_attempt_at) AS at FROM deliveries WHERE status = 'pending'`,
+  );
+  return row?.at == null ? null : Number(row.at);
+}
+
+export interface QueueDepth {
+  due: number;
+  scheduled: number;
+  delivering: number;
+}
+
+export async function queueDepth(q: Queryable, now: number): Promise<QueueDepth> {
+  const row = await q.one<QueueDepth>(
+    `SELECT
+       COALESCE(SUM(CASE WHEN status = 'pending' AND next_attempt_at <= $1 THEN 1 ELSE 0 END), 0) AS due,
+       COALESCE(SUM(CASE WHEN status = 'pending' AND next_attempt_at > $1 THEN 1 ELSE 0 END), 0) AS scheduled,
+       COALESCE(SUM(CASE WHEN status = 'delivering' THEN 1 ELSE 0 END), 0) AS delivering
+     FROM deliveries WHERE status IN ('pending', 'delivering')`,
+    [now],
+  );
+  return {
+    due: Number(row?.due ?? 0),
+    scheduled: Number(row?.scheduled ?? 0),
+    delivering: Number(row?.delivering ?? 0),
+  };
+}
+
+export async function countByStatus(q: Queryable): Promise<{ status: string; count: number }[]> {
+  return q.all('SELECT status, COUNT(*) AS count FROM deliveries GROUP BY status');
+}

@@ -1,0 +1,60 @@
+// Versioned migrations. Each runs in one transaction with its version row, under a lock, so several
+// processes starting together apply each migration exactly once and the losers just see it done.
+import type { Db, Queryable } from '../db.js';
+import * as m001 from './001-initial.js';
+
+interface Migration {
+  version: number;
+  name: string;
+  statements: (dialect: Db['dialect']) => string[];
+}
+
+export const MIGRATIONS: readonly Migration[] = [{ version: 1, ...m001 }];
+
+export const LATEST_VERSION = MIGRATIONS.length;
+
+// Arbitrary constant: the key of the PostgreSQL advisory lock that serialises migrating processes.
+const MIGRATION_LOCK_KEY = 7_245_113_001;
+
+async function appliedVersions(tx: Queryable): Promise<Set<number>> {
+  const rows = await tx.all<{ version: number }>('SELECT version FROM schema_migrations');
+  return new Set(rows.map((r) => Number(r.version)));
+}
+
+export interface MigrateResult {
+  applied: number[];
+  current: number;
+}
+
+export async function migrate(
+  db: Db,
+  onProgress: (message: string) => void = () => {},
+): Promise<MigrateResult> {
+  const applied: number[] = [];
+  await db.transaction(async (tx) => {
+    if (db.dialect === 'postgres') await tx.one('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await tx.run(
+      `CREATE TABLE IF NOT EXISTS schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`,
+    );
+    const done = await appliedVersions(tx);
+    for (const migration of MIGRATIONS) {
+      if (done.has(migration.version)) continue;
+      onProgress(`applying migration ${migration.version}: ${migration.name}`);
+      for (const sql of migration.statements(db.dialect)) await tx.run(sql);
+      await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+        migration.version,
+        migration.name,
+        Date.now(),
+      ]);
+      applied.push(migration.version);
+    }
+    const newest = Math.max(0, ...done, ...applied);
+    if (newest > LATEST_VERSION) {
+      throw new Error(
+        `the database schema is at version ${newest}, newer than this hookline (${LATEST_VERSION}); upgrade hookline`,
+      );
+    }
+  });
+  return { applied, current: LATEST_VERSION };
+}

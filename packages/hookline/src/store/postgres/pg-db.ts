@@ -1,0 +1,88 @@
+// PostgreSQL adapter of the Db boundary: a pg Pool. BIGINT (epoch-millisecond timestamps, counts)
+// is parsed to number for this pool only; values stay far below 2^53.
+import pg from 'pg';
+import type { Db, Queryable, SqlValue } from '../db.js';
+
+const INT8_OID = 20;
+
+function parseInt8(value: string): number {
+  return Number(value);
+}
+
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+function queryable(client: pg.Pool | pg.PoolClient): Queryable {
+  return {
+    dialect: 'postgres',
+    all: async <T>(sql: string, params: readonly SqlValue[] = []) =>
+      (await client.query(sql, params as unknown[])).rows as T[],
+    one: async <T>(sql: string, params: readonly SqlValue[] = []) =>
+      (await client.query(sql, params as unknown[])).rows[0] as T | undefined,
+    run: async (sql: string, params: readonly SqlValue[] = []) =>
+      (await client.query(sql, params as unknown[])).rowCount ?? 0,
+  };
+}
+
+export interface PgDbOptions {
+  connectionString: string;
+  /** Statements run on every new connection, e.g. `SET search_path` for a test schema. */
+  schema?: string;
+  max?: number;
+}
+
+export class PgDb implements Db {
+  readonly dialect = 'postgres' as const;
+  readonly pool: pg.Pool;
+  private readonly q: Queryable;
+
+  constructor(options: PgDbOptions) {
+    this.pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.max ?? 10,
+      types,
+      ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    });
+    // An idle client that loses its connection emits 'error' on the pool; without a listener that
+    // would crash the process. The next query gets a fresh connection.
+    this.pool.on('error', () => {});
+    this.q = queryable(this.pool);
+  }
+
+  all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+    return this.q.all<T>(sql, params);
+  }
+
+  one<T>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+    return this.q.one<T>(sql, params);
+  }
+
+  run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    return this.q.run(sql, params);
+  }
+
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await fn(queryable(client));
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.pool.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

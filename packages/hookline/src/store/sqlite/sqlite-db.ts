@@ -1,0 +1,111 @@
+// better-sqlite3 is synchronous and has one connection, so an async transaction must hold every other
+// statement back until it ends: a small mutex queues them. Statements outside a transaction run at once.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { Db, Queryable, SqlValue } from '../db.js';
+
+interface Prepared {
+  stmt: Database.Statement;
+  /** For each `?` in the rewritten SQL, which `$n` parameter it takes. */
+  order: number[];
+}
+
+export class SqliteDb implements Db {
+  readonly dialect = 'sqlite' as const;
+  private readonly conn: Database.Database;
+  private readonly cache = new Map<string, Prepared>();
+  private lock: Promise<void> = Promise.resolve();
+  private locked = false;
+
+  constructor(file: string) {
+    if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+    this.conn = new Database(file);
+    this.conn.pragma('journal_mode = WAL');
+    this.conn.pragma('synchronous = NORMAL');
+    this.conn.pragma('busy_timeout = 5000');
+    this.conn.pragma('foreign_keys = ON');
+  }
+
+  private prepare(sql: string): Prepared {
+    let prepared = this.cache.get(sql);
+    if (!prepared) {
+      const order: number[] = [];
+      const rewritten = sql.replace(/\$(\d+)/g, (_m, n: string) => {
+        order.push(Number(n) - 1);
+        return '?';
+      });
+      prepared = { stmt: this.conn.prepare(rewritten), order };
+      this.cache.set(sql, prepared);
+    }
+    return prepared;
+  }
+
+  private exec<T>(sql: string, params: readonly SqlValue[], mode: 'all' | 'run'): T[] | number {
+    const { stmt, order } = this.prepare(sql);
+    const args = order.map((i) => params[i] ?? null);
+    if (mode === 'all') return stmt.reader ? (stmt.all(...args) as T[]) : (stmt.run(...args), []);
+    return stmt.reader ? stmt.all(...args).length : stmt.run(...args).changes;
+  }
+
+  private direct(): Queryable {
+    return {
+      dialect: this.dialect,
+      all: async <T>(sql: string, params: readonly SqlValue[] = []) =>
+        this.exec<T>(sql, params, 'all') as T[],
+      one: async <T>(sql: string, params: readonly SqlValue[] = []) =>
+        (this.exec<T>(sql, params, 'all') as T[])[0],
+      run: async (sql: string, params: readonly SqlValue[] = []) => this.exec(sql, params, 'run') as number,
+    };
+  }
+
+  private async whenUnlocked(): Promise<void> {
+    while (this.locked) await this.lock;
+  }
+
+  async all<T>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
+    if (this.locked) await this.whenUnlocked();
+    return this.exec<T>(sql, params, 'all') as T[];
+  }
+
+  async one<T>(sql: string, params: readonly SqlValue[] = []): Promise<T | undefined> {
+    return (await this.all<T>(sql, params))[0];
+  }
+
+  async run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
+    if (this.locked) await this.whenUnlocked();
+    return this.exec(sql, params, 'run') as number;
+  }
+
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    await this.whenUnlocked();
+    let release!: () => void;
+    this.locked = true;
+    this.lock = new Promise<void>((resolve) => (release = resolve));
+    try {
+      // IMMEDIATE takes the write lock up front, so another process sharing the file waits
+      // (busy_timeout) instead of failing half-way through.
+      this.conn.exec('BEGIN IMMEDIATE');
+      try {
+        const result = await fn(this.direct());
+        this.conn.exec('COMMIT');
+        return result;
+      } catch (err) {
+        if (this.conn.inTransaction) this.conn.exec('ROLLBACK');
+        throw err;
+      }
+    } finally {
+      this.locked = false;
+      release();
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.one('SELECT 1 AS ok');
+  }
+
+  async close(): Promise<void> {
+    await this.whenUnlocked();
+    if (this.conn.open) this.conn.close();
+  }
+}

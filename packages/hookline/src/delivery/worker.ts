@@ -30,6 +30,15 @@ export interface WorkerOptions {
   random?: () => number;
 }
 
+/**
+ * How long a claim is protected: the attempt's time-out plus slack for recording the outcome, at most
+ * 30 s of it (DESIGN §6). A lease that runs out early costs at worst a duplicate attempt (fencing keeps
+ * the outcomes straight), so the slack shrinks with short time-outs and crashed work returns sooner.
+ */
+export function leaseMs(deliveryTimeoutMs: number): number {
+  return deliveryTimeoutMs + Math.min(30_000, Math.max(5_000, deliveryTimeoutMs));
+}
+
 interface InFlight {
   delivery: ClaimedDelivery;
   abort: AbortController;
@@ -156,7 +165,7 @@ export class DeliveryWorker {
           const now = this.ctx.clock();
           const claimed = await claimDue(this.ctx.db, {
             now,
-            leaseUntil: now + deliveryTimeoutMs + 30_000,
+            leaseUntil: now + leaseMs(deliveryTimeoutMs),
             limit: Math.min(free, this.options.claimBatch),
             perEndpoint: endpointConcurrency,
             excludeEndpoints: saturated,

@@ -1,0 +1,78 @@
+// The hookline command as a user runs it: real process, real database, stdout/stderr/exit codes.
+import { mkdtempSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/process.js';
+
+describe('hookline CLI on the embedded default', () => {
+  const cwd = mkdtempSync(path.join(tmpdir(), 'hookline-cli-'));
+  // No HOOKLINE_* variables: exactly what a new user gets.
+  const env = { HOOKLINE_LOG_LEVEL: 'warn' };
+  afterAll(() => {});
+
+  it('migrate creates ./data with the database and a private key file', async () => {
+    const result = await runCli(['migrate'], env, cwd);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/schema (at|already at) version \d+/);
+    expect(statSync(path.join(cwd, 'data', 'hookline.db')).isFile()).toBe(true);
+    expect(statSync(path.join(cwd, 'data', 'encryption.key')).mode & 0o777).toBe(0o600);
+    const again = await runCli(['migrate'], env, cwd);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toMatch(/already at version/);
+  });
+
+  it('keys create prints exactly one key line on stdout', async () => {
+    for (const [role, letter, extra] of [
+      ['tenant', 't', ['--tenant', 'acme']],
+      ['producer', 'p', []],
+      ['instance_manager', 'i', []],
+    ] as const) {
+      const result = await runCli(['keys', 'create', '--role', role, ...extra], env, cwd);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(new RegExp(`^hk_${letter}_[A-Za-z0-9_-]{43}\\n$`));
+    }
+  });
+
+  it.each([
+    [['keys', 'create', '--role', 'admin'], /--role must be one of/],
+    [['keys', 'create', '--role', 'tenant'], /tenant key needs a tenant/],
+    [['keys', 'create', '--role', 'tenant', '--tenant', 'bad tenant!'], /tenant_id must be/],
+    [['emit', 'acme', 'user.created', '{not json'], /not valid JSON/],
+    [['emit', 'acme', 'user.exploded', '{}'], /unknown event type/],
+    [['emit', 'acme', 'user.created', '{"userId":"nope"}'], /userId/],
+    [['keys', 'revoke', 'key_doesnotexist'], /no API key/],
+  ])('%j fails with a one-line message', async (args, message) => {
+    const result = await runCli([...args], env, cwd);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(message);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('emit prints the message id', async () => {
+    const result = await runCli(['emit', 'acme', 'user.created', '{"userId":"user_1"}'], env, cwd);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^msg_[0-9A-Z]{26}\n$/);
+  });
+
+  it('keys list shows keys without their secret; revoke revokes', async () => {
+    const key = (
+      await runCli(['keys', 'create', '--role', 'producer', '--label', 'ci'], env, cwd)
+    ).stdout.trim();
+    const listed = await runCli(['keys', 'list', '--json'], env, cwd);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).not.toContain(key);
+    const rows = JSON.parse(listed.stdout) as { id: string; label: string; revoked_at: string | null }[];
+    const mine = rows.find((r) => r.label === 'ci');
+    expect(mine?.revoked_at).toBeNull();
+    expect((await runCli(['keys', 'revoke', mine?.id ?? ''], env, cwd)).code).toBe(0);
+    const after = JSON.parse((await runCli(['keys', 'list', '--json'], env, cwd)).stdout) as typeof rows;
+    expect(after.find((r) => r.id === mine?.id)?.revoked_at).not.toBeNull();
+  });
+
+  it('invalid configuration stops with a message naming the variable', async () => {
+    const result = await runCli(['migrate'], { ...env, HOOKLINE_RETRY_BASE_MS: 'soon' }, cwd);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/^hookline: HOOKLINE_RETRY_BASE_MS/);
+  });
+});

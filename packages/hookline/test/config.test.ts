@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEFAULTS, loadConfig } from '../src/config.js';
+
+const KEY = Buffer.alloc(32, 7).toString('base64');
+
+describe('loadConfig', () => {
+  it('has working defaults for the embedded mode', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      databaseUrl: 'sqlite:./data/hookline.db',
+      port: 8080,
+      host: '127.0.0.1',
+      encryptionKey: null,
+      maxRetries: DEFAULTS.maxRetries,
+      deliveryTimeoutMs: 15_000,
+      allowPrivateNetworks: false,
+      logLevel: 'info',
+    });
+    expect(config.dataDir).toMatch(/data$/);
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('default retry schedule rides out a day-long outage', () => {
+    // Lower bound of the whole schedule with the jitter at its most negative (-25 %).
+    let total = 0;
+    for (let n = 1; n <= DEFAULTS.maxRetries; n++) {
+      total += Math.min(DEFAULTS.retryMaxMs, DEFAULTS.retryBaseMs * 2 ** (n - 1)) * 0.75;
+    }
+    expect(total).toBeGreaterThan(24 * 60 * 60 * 1000);
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      HOOKLINE_DATABASE_URL: 'postgres://u@db:5432/hookline',
+      HOOKLINE_PORT: '9000',
+      HOOKLINE_HOST: '0.0.0.0',
+      HOOKLINE_ENCRYPTION_KEY: KEY,
+      HOOKLINE_MAX_RETRIES: '5',
+      HOOKLINE_RETRY_BASE_MS: '100',
+      HOOKLINE_RETRY_MAX_MS: '1000',
+      HOOKLINE_DELIVERY_TIMEOUT_MS: '5000',
+      HOOKLINE_ALLOW_PRIVATE_NETWORKS: 'true',
+      HOOKLINE_LOG_LEVEL: 'debug',
+    });
+    expect(config).toMatchObject({
+      databaseUrl: 'postgres://u@db:5432/hookline',
+      dataDir: null,
+      port: 9000,
+      host: '0.0.0.0',
+      encryptionKey: KEY,
+      maxRetries: 5,
+      retryBaseMs: 100,
+      retryMaxMs: 1000,
+      deliveryTimeoutMs: 5000,
+      allowPrivateNetworks: true,
+      logLevel: 'debug',
+    });
+  });
+
+  it.each([
+    [{ HOOKLINE_PORT: 'eighty' }, 'HOOKLINE_PORT'],
+    [{ HOOKLINE_PORT: '70000' }, 'HOOKLINE_PORT'],
+    [{ HOOKLINE_MAX_RETRIES: '-1' }, 'HOOKLINE_MAX_RETRIES'],
+    [{ HOOKLINE_RETRY_BASE_MS: '1.5' }, 'HOOKLINE_RETRY_BASE_MS'],
+    [{ HOOKLINE_RETRY_BASE_MS: '5000', HOOKLINE_RETRY_MAX_MS: '100' }, 'HOOKLINE_RETRY_MAX_MS'],
+    [{ HOOKLINE_DELIVERY_TIMEOUT_MS: '0' }, 'HOOKLINE_DELIVERY_TIMEOUT_MS'],
+    [{ HOOKLINE_ALLOW_PRIVATE_NETWORKS: 'maybe' }, 'HOOKLINE_ALLOW_PRIVATE_NETWORKS'],
+    [{ HOOKLINE_LOG_LEVEL: 'loud' }, 'HOOKLINE_LOG_LEVEL'],
+    [{ HOOKLINE_DATABASE_URL: 'mysql://x' }, 'HOOKLINE_DATABASE_URL'],
+    [{ HOOKLINE_DATABASE_URL: 'sqlite:' }, 'HOOKLINE_DATABASE_URL'],
+    [{ HOOKLINE_ENCRYPTION_KEY: 'c2hvcnQ=' }, 'HOOKLINE_ENCRYPTION_KEY'],
+    [{ HOOKLINE_ENCRYPTION_KEY: 'not base64 at all!' }, 'HOOKLINE_ENCRYPTION_KEY'],
+    [{ HOOKLINE_DATABASE_URL: 'postgres://u@db/x' }, 'HOOKLINE_ENCRYPTION_KEY'],
+  ])('rejects %o naming %s', (env, variable) => {
+    expect(() => loadConfig(env)).toThrowError(ConfigError);
+    try {
+      loadConfig(env);
+    } catch (err) {
+      expect((err as ConfigError).variable).toBe(variable);
+      expect((err as Error).message).toContain(variable);
+    }
+  });
+});

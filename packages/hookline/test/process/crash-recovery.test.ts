@@ -1,0 +1,75 @@
+// A worker killed with SIGKILL in the middle of an attempt loses nothing: its lease expires and another
+// worker delivers the same message (same hook-id) to completion.
+import { afterEach, describe, expect, it } from 'vitest';
+import { startReceiver, eventually, type Receiver } from '../helpers/receiver.js';
+import { testEnv } from '../helpers/service.js';
+import { runCli, startProcess, type RunningProcess } from '../helpers/process.js';
+import { STORE_KINDS, createTestDatabase, type TestDatabase } from '../helpers/stores.js';
+
+describe.each(STORE_KINDS)('crash recovery on %s', (kind) => {
+  const cleanup: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+  });
+
+  it('re-delivers with the same hook-id after a worker is SIGKILLed mid-attempt', async () => {
+    const database: TestDatabase = await createTestDatabase(kind);
+    cleanup.push(() => database.drop());
+    const env = testEnv(database, { HOOKLINE_DELIVERY_TIMEOUT_MS: '1000', HOOKLINE_LOG_LEVEL: 'info' });
+
+    const tenantKey = (
+      await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)
+    ).stdout.trim();
+    const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
+    expect(tenantKey).toMatch(/^hk_t_/);
+
+    // The first request hangs (the worker is killed while waiting); later ones succeed.
+    const receiver: Receiver = await startReceiver((_req, i) => (i === 0 ? { hang: true } : { status: 200 }));
+    cleanup.push(() => receiver.close());
+
+    const api: RunningProcess = await startProcess(['serve', '--no-worker'], env);
+    cleanup.push(() => api.kill());
+    const call = async (path: string, key: string, body: unknown) => {
+      const res = await fetch(`${api.address}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, json: (await res.json()) as Record<string, string> };
+    };
+    const endpoint = await call('/v1/webhooks', tenantKey, { url: receiver.url, events: ['user.*'] });
+    expect(endpoint.status).toBe(201);
+
+    const first: RunningProcess = await startProcess(['worker'], env);
+    cleanup.push(() => first.kill('SIGKILL'));
+    const emitted = await call('/v1/events', producerKey, {
+      tenant_id: 'acme',
+      type: 'user.created',
+      data: { userId: 'user_crash' },
+    });
+    expect(emitted.status).toBe(202);
+
+    await receiver.waitFor(1);
+    await first.kill('SIGKILL');
+
+    const db = database.open();
+    cleanup.push(() => db.close());
+    const row = await db.one<{ status: string }>('SELECT status FROM deliveries');
+    expect(row?.status).toBe('delivering');
+
+    const second: RunningProcess = await startProcess(['worker'], env);
+    cleanup.push(() => second.kill());
+    const requests = await receiver.waitFor(2, 30_000);
+    expect(requests[1]?.headers['hook-id']).toBe(emitted.json.id);
+    expect(requests[0]?.headers['hook-id']).toBe(emitted.json.id);
+
+    const done = await eventually(async () => {
+      const r = await db.one<{ status: string; attempts: number }>('SELECT status, attempts FROM deliveries');
+      return r?.status === 'succeeded' ? r : undefined;
+    });
+    expect(done.attempts).toBe(2);
+    expect(await db.one('SELECT COUNT(*) AS n FROM deliveries WHERE status = $1', ['delivering'])).toEqual({
+      n: 0,
+    });
+  }, 60_000);
+});

@@ -18,6 +18,7 @@ export const ERROR_STATUS = {
   not_found: 404,
   endpoint_not_deleted: 409,
   endpoint_deleted: 409,
+  endpoint_disabled: 409,
   idempotency_conflict: 409,
   replay_in_progress: 409,
   payload_too_large: 413,

@@ -9,11 +9,13 @@ import type { Emitter } from '../events/emit.js';
 import { MAX_EVENT_BODY_BYTES } from '../events/emit.js';
 import { registerAuth } from './auth.js';
 import { registerErrorHandling } from './errors.js';
+import { adminRoutes } from './routes/admin.js';
 import { eventRoutes } from './routes/events.js';
 import { serviceRoutes } from './routes/service.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { ErrorBody } from './schemas/common.js';
 import { Endpoint } from './schemas/webhooks.js';
+import { ApiKey, DeadLetter } from './schemas/admin.js';
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
 const addFormats = formatsPlugin as unknown as (ajv: Ajv) => Ajv;
@@ -26,13 +28,16 @@ export interface AppOptions {
   plugins?: ((app: FastifyInstance) => Promise<void>)[];
 }
 
+/** Schemas referenced by `$ref` from several routes. */
+const SHARED_SCHEMAS = [ErrorBody, Endpoint, DeadLetter, ApiKey];
+
 function validators() {
   const options = { removeAdditional: false, useDefaults: true, allErrors: false, strict: false } as const;
   // Bodies are JSON and keep their types: {"url": 5} is an error, not "5". Query strings and
   // headers are text, so numbers there are coerced.
   const body = addFormats(new Ajv({ ...options, coerceTypes: false }));
   const text = addFormats(new Ajv({ ...options, coerceTypes: true }));
-  for (const schema of [ErrorBody, Endpoint]) {
+  for (const schema of SHARED_SCHEMAS) {
     body.addSchema(schema);
     text.addSchema(schema);
   }
@@ -65,8 +70,7 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
     }
   });
 
-  app.addSchema(ErrorBody);
-  app.addSchema(Endpoint);
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -87,6 +91,7 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
   if (options.apiRoutes ?? true) {
     await app.register(webhookRoutes(ctx));
     await app.register(eventRoutes(ctx, options.emitter));
+    await app.register(adminRoutes(ctx));
     for (const plugin of options.plugins ?? []) await app.register(plugin);
   }
   await app.ready();

@@ -3,6 +3,7 @@
 import { Command } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
 import { HooklineError } from '../errors.js';
+import { registerDeadLetterCommands } from './dead-letters.js';
 import { registerKeyCommands } from './keys.js';
 import { registerEventCommands } from './emit.js';
 import { registerServerCommands } from './serve.js';
@@ -34,5 +35,6 @@ registerServerCommands(program, config);
 registerMigrateCommand(program, config);
 registerKeyCommands(program, config);
 registerEventCommands(program, config);
+registerDeadLetterCommands(program, config);
 
 program.parseAsync(process.argv).catch(fail);

@@ -2,6 +2,7 @@
 // processes starting together apply each migration exactly once and the losers just see it done.
 import type { Db, Queryable } from '../db.js';
 import * as m001 from './001-initial.js';
+import * as m002 from './002-queue-samples.js';
 
 interface Migration {
   version: number;
@@ -9,7 +10,10 @@ interface Migration {
   statements: (dialect: Db['dialect']) => string[];
 }
 
-export const MIGRATIONS: readonly Migration[] = [{ version: 1, ...m001 }];
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, ...m001 },
+  { version: 2, ...m002 },
+];
 
 export const LATEST_VERSION = MIGRATIONS.length;
 

@@ -1,0 +1,97 @@
+// What the console shows besides dead letters: tenants, their endpoints with health and backlog, and
+// delivery throughput and queue depth over time.
+import type { Context } from '../context.js';
+import { toEndpointView } from '../endpoints/endpoint-service.js';
+import { HooklineError } from '../errors.js';
+import { countDeadLetters } from '../store/dead-letters.js';
+import { backlogByEndpoint, queueDepth } from '../store/deliveries.js';
+import { BUCKET_MS, endpointHealth, statsSeries } from '../store/delivery-stats.js';
+import { listEndpoints } from '../store/endpoints.js';
+import { queueSamplesSince } from '../store/queue-samples.js';
+import { listTenants } from '../store/tenants.js';
+import { assertTenantId, TENANT_ID_PATTERN } from '../tenants.js';
+
+const HEALTH_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+export async function listTenantViews(ctx: Context, limit: number, cursor: string | null) {
+  if (cursor !== null && !new RegExp(TENANT_ID_PATTERN).test(cursor)) {
+    throw new HooklineError('invalid_cursor', 'cursor is not one this API returned');
+  }
+  const rows = await listTenants(ctx.db, limit + 1, cursor);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    data: page.map((t) => ({
+      id: t.id,
+      created_at: new Date(Number(t.created_at)).toISOString(),
+      endpoints: {
+        active: Number(t.endpoints_active),
+        disabled: Number(t.endpoints_disabled),
+        deleted: Number(t.endpoints_deleted),
+      },
+    })),
+    next_cursor: rows.length > limit && last ? last.id : null,
+  };
+}
+
+/** Every endpoint of a tenant (deleted ones too) with its last 24 hours of outcomes and its backlog. */
+export async function tenantEndpointHealth(ctx: Context, tenantId: string) {
+  assertTenantId(tenantId);
+  const now = ctx.clock();
+  const [active, deleted, health, backlog] = await Promise.all([
+    listEndpoints(ctx.db, tenantId, { limit: 1000, before: null, status: null }),
+    listEndpoints(ctx.db, tenantId, { limit: 1000, before: null, status: 'deleted' }),
+    endpointHealth(ctx.db, now - HEALTH_WINDOW_MS, tenantId),
+    backlogByEndpoint(ctx.db, tenantId),
+  ]);
+  const healthById = new Map(health.map((h) => [h.endpoint_id, h]));
+  const backlogById = new Map(backlog.map((b) => [b.endpoint_id, Number(b.n)]));
+  return {
+    data: [...active, ...deleted].map((row) => {
+      const h = healthById.get(row.id);
+      const succeeded = Number(h?.succeeded ?? 0);
+      const failed = Number(h?.failed ?? 0) + Number(h?.dead ?? 0);
+      return {
+        ...toEndpointView(row),
+        health: {
+          window_hours: 24,
+          succeeded,
+          failed,
+          dead: Number(h?.dead ?? 0),
+          success_rate: succeeded + failed === 0 ? null : succeeded / (succeeded + failed),
+        },
+        backlog: backlogById.get(row.id) ?? 0,
+      };
+    }),
+  };
+}
+
+/** Per-minute throughput and queue depth for the last `minutes`, plus the current depth. */
+export async function deliveryStats(ctx: Context, minutes: number, tenantId: string | null) {
+  const now = ctx.clock();
+  const since = Math.floor((now - minutes * 60_000) / BUCKET_MS) * BUCKET_MS;
+  const [throughput, queue, depth, deadLetters] = await Promise.all([
+    statsSeries(ctx.db, since, tenantId),
+    queueSamplesSince(ctx.db, since),
+    queueDepth(ctx.db, now),
+    countDeadLetters(ctx.db),
+  ]);
+  const at = (ms: number) => new Date(Number(ms)).toISOString();
+  return {
+    bucket_seconds: BUCKET_MS / 1000,
+    throughput: throughput.map((p) => ({
+      at: at(p.bucket),
+      succeeded: Number(p.succeeded),
+      failed: Number(p.failed),
+      dead: Number(p.dead),
+    })),
+    queue: queue.map((s) => ({
+      at: at(s.bucket),
+      due: Number(s.due),
+      scheduled: Number(s.scheduled),
+      delivering: Number(s.delivering),
+      dead_letters: Number(s.dead_letters),
+    })),
+    current: { ...depth, dead_letters: deadLetters, at: at(now) },
+  };
+}

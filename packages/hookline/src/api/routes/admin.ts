@@ -1,0 +1,303 @@
+// /v1/admin: the Instance Manager surface (DESIGN §4.3). Dead letters, keys, tenants, health, audit.
+// Nothing here is reachable with a tenant or producer key.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { auditView } from '../../admin/audit.js';
+import {
+  inspectDeadLetter,
+  listDeadLetterViews,
+  replayDeadLetter,
+  replayDeadLetters,
+} from '../../admin/dead-letter-service.js';
+import { deliveryStats, listTenantViews, tenantEndpointHealth } from '../../admin/overview-service.js';
+import { audit } from '../../admin/audit.js';
+import type { Context } from '../../context.js';
+import { HooklineError, notFound } from '../../errors.js';
+import { isId } from '../../ids.js';
+import { createApiKey, publicApiKey } from '../../keys/api-keys.js';
+import { listApiKeys, revokeApiKey } from '../../store/api-keys.js';
+import { listAudit } from '../../store/audit-log.js';
+import { ensureTenant } from '../../store/tenants.js';
+import { principalOf } from '../auth.js';
+import { IdParam, authErrors, page } from '../schemas/common.js';
+import {
+  ApiKey,
+  AuditEntry,
+  BulkReplayBody,
+  BulkReplayResult,
+  CreateApiKeyBody,
+  CreateTenantBody,
+  CreatedApiKey,
+  DeadLetterQuery,
+  DeadLetterWithMessage,
+  PageQuery,
+  ReplayQueued,
+  StatsQuery,
+  Tenant,
+  TenantParams,
+} from '../schemas/admin.js';
+
+const config = { roles: ['instance_manager'] as const };
+const security = [{ bearer: [] }];
+const errors = { ...authErrors, 404: Type.Ref('Error'), 409: Type.Ref('Error') };
+
+function pageOf<T extends { id: string }>(rows: T[], limit: number) {
+  const data = rows.slice(0, limit);
+  const last = data[data.length - 1];
+  return { data, next_cursor: rows.length > limit && last ? last.id : null };
+}
+
+function checkCursor(kind: 'apiKey' | 'audit', cursor: string | undefined): string | null {
+  if (cursor === undefined) return null;
+  if (!isId(kind, cursor)) throw new HooklineError('invalid_cursor', 'cursor is not one this API returned');
+  return cursor;
+}
+
+function parseTime(value: string | undefined, field: string): number | null {
+  if (value === undefined) return null;
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw new HooklineError('validation_failed', `${field} is not a date-time`);
+  return ms;
+}
+
+export function adminRoutes(ctx: Context): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    const tags = ['admin'];
+
+    app.get(
+      '/v1/admin/dead-letters',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'List dead letters, newest first (metadata only, never the payload)',
+          querystring: DeadLetterQuery,
+          response: { 200: page(Type.Ref('DeadLetter')), ...errors },
+        },
+      },
+      async (request) =>
+        listDeadLetterViews(
+          ctx,
+          { tenantId: request.query.tenant_id ?? null, endpointId: request.query.endpoint_id ?? null },
+          request.query.limit ?? 20,
+          request.query.cursor ?? null,
+        ),
+    );
+
+    app.get(
+      '/v1/admin/dead-letters/:id',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'One dead letter with its decrypted original message (body and first headers)',
+          params: IdParam,
+          response: { 200: DeadLetterWithMessage, ...errors },
+        },
+      },
+      async (request) => {
+        const view = await inspectDeadLetter(ctx, request.params.id);
+        await audit(ctx.db, principalOf(request), 'dead_letter.inspect', view.id, {}, ctx.clock());
+        return view;
+      },
+    );
+
+    app.post(
+      '/v1/admin/dead-letters/:id/replay',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'Replay one dead letter: new attempts, same hook-id and body, current secret',
+          params: IdParam,
+          response: { 202: ReplayQueued, ...errors },
+        },
+      },
+      async (request, reply) =>
+        reply.status(202).send(await replayDeadLetter(ctx, request.params.id, principalOf(request))),
+    );
+
+    app.post(
+      '/v1/admin/dead-letters/replay',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'Replay every dead letter matching the filter that is not already being replayed',
+          body: Type.Optional(BulkReplayBody),
+          response: { 202: BulkReplayResult, ...errors },
+        },
+      },
+      async (request, reply) => {
+        const body = request.body ?? {};
+        const result = await replayDeadLetters(
+          ctx,
+          {
+            tenantId: body.tenant_id ?? null,
+            endpointId: body.endpoint_id ?? null,
+            since: parseTime(body.since, 'since'),
+            until: parseTime(body.until, 'until'),
+          },
+          principalOf(request),
+        );
+        return reply.status(202).send(result);
+      },
+    );
+
+    app.post(
+      '/v1/admin/api-keys',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'Create an API key; the key is in this answer only',
+          body: CreateApiKeyBody,
+          response: { 201: CreatedApiKey, ...errors },
+        },
+      },
+      async (request, reply) => {
+        const created = await createApiKey(ctx, {
+          role: request.body.role,
+          tenantId: request.body.tenant_id ?? null,
+          label: request.body.label ?? '',
+        });
+        await audit(
+          ctx.db,
+          principalOf(request),
+          'api_key.create',
+          created.record.id,
+          { role: created.record.role, tenant_id: created.record.tenant_id },
+          ctx.clock(),
+        );
+        return reply.status(201).send({ ...publicApiKey(created.record), key: created.key });
+      },
+    );
+
+    app.get(
+      '/v1/admin/api-keys',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'List API keys (never the keys themselves), newest first',
+          querystring: PageQuery,
+          response: { 200: page(Type.Ref('ApiKey')), ...errors },
+        },
+      },
+      async (request) => {
+        const limit = request.query.limit ?? 20;
+        const rows = await listApiKeys(ctx.db, limit + 1, checkCursor('apiKey', request.query.cursor));
+        return pageOf(rows.map(publicApiKey), limit);
+      },
+    );
+
+    app.delete(
+      '/v1/admin/api-keys/:id',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'Revoke an API key; requests with it fail at once',
+          params: IdParam,
+          response: { 200: Type.Ref('ApiKey'), ...errors },
+        },
+      },
+      async (request) => {
+        const row = isId('apiKey', request.params.id)
+          ? await revokeApiKey(ctx.db, request.params.id, ctx.clock())
+          : undefined;
+        if (!row) throw notFound('API key');
+        await audit(ctx.db, principalOf(request), 'api_key.revoke', row.id, {}, ctx.clock());
+        return publicApiKey(row);
+      },
+    );
+
+    app.get(
+      '/v1/admin/tenants',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'List tenants with their endpoint counts',
+          querystring: PageQuery,
+          response: { 200: page(Tenant), ...errors },
+        },
+      },
+      async (request) => listTenantViews(ctx, request.query.limit ?? 20, request.query.cursor ?? null),
+    );
+
+    app.post(
+      '/v1/admin/tenants',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'Register a tenant ahead of its first key or event (tenants also appear implicitly)',
+          body: CreateTenantBody,
+          response: { 201: Type.Object({ id: Type.String() }), ...errors },
+        },
+      },
+      async (request, reply) => {
+        await ensureTenant(ctx.db, request.body.id, ctx.clock());
+        await audit(ctx.db, principalOf(request), 'tenant.create', request.body.id, {}, ctx.clock());
+        return reply.status(201).send({ id: request.body.id });
+      },
+    );
+
+    app.get(
+      '/v1/admin/tenants/:id/endpoints',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: "A tenant's endpoints with their last 24 hours of outcomes and their backlog",
+          params: TenantParams,
+        },
+      },
+      async (request) => tenantEndpointHealth(ctx, request.params.id),
+    );
+
+    app.get(
+      '/v1/admin/stats',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'Delivery throughput, failures and queue depth per minute, and the current queue depth',
+          querystring: StatsQuery,
+        },
+      },
+      async (request) => deliveryStats(ctx, request.query.minutes ?? 60, request.query.tenant_id ?? null),
+    );
+
+    app.get(
+      '/v1/admin/audit-log',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'Operator actions, newest first',
+          querystring: PageQuery,
+          response: { 200: page(AuditEntry), ...errors },
+        },
+      },
+      async (request) => {
+        const limit = request.query.limit ?? 50;
+        const rows = await listAudit(ctx.db, limit + 1, checkCursor('audit', request.query.cursor));
+        return pageOf(rows.map(auditView), limit);
+      },
+    );
+  };
+}

@@ -4,11 +4,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import formatsPlugin from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { consoleRoutes } from '../console/routes.js';
 import type { Context } from '../context.js';
 import type { Emitter } from '../events/emit.js';
 import { MAX_EVENT_BODY_BYTES } from '../events/emit.js';
 import { registerAuth } from './auth.js';
-import { registerErrorHandling } from './errors.js';
+import { onFrameworkError, registerErrorHandling } from './errors.js';
 import { adminRoutes } from './routes/admin.js';
 import { eventRoutes } from './routes/events.js';
 import { serviceRoutes } from './routes/service.js';
@@ -48,6 +49,9 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     bodyLimit: MAX_EVENT_BODY_BYTES,
+    // The router's own errors (an id that is not valid percent-encoding, or longer than the router
+    // will match) never reach setErrorHandler; without this they answer in Fastify's shape, not ours.
+    frameworkErrors: onFrameworkError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const ajv = validators();
@@ -56,8 +60,9 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
   );
 
   // An empty body with content-type JSON is treated as no body, so `POST …/restore` with a JSON
-  // content-type header and nothing else is not an error.
-  app.removeContentTypeParser('application/json');
+  // content-type header and nothing else is not an error. All bodies are JSON (DESIGN §4): the
+  // built-in text/plain parser goes too, so any other content type is 415 unsupported_media_type.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
@@ -92,6 +97,7 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
     await app.register(webhookRoutes(ctx));
     await app.register(eventRoutes(ctx, options.emitter));
     await app.register(adminRoutes(ctx));
+    await app.register(consoleRoutes());
     for (const plugin of options.plugins ?? []) await app.register(plugin);
   }
   await app.ready();

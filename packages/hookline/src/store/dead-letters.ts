@@ -105,7 +105,10 @@ export async function getDeadLetter(
   );
 }
 
-/** Dead letters matching a filter that are not already being replayed. */
+/**
+ * Dead letters matching a filter that bulk replay should queue: never replayed, or whose last replay
+ * failed again. Records with a replay under way or already delivered are left alone.
+ */
 export async function listReplayable(
   q: Queryable,
   filter: DeadLetterFilter,
@@ -114,7 +117,7 @@ export async function listReplayable(
 ): Promise<DeadLetterRow[]> {
   const params: SqlValue[] = [];
   let sql = `SELECT dl.* FROM dead_letters dl LEFT JOIN deliveries r ON r.id = dl.replay_delivery_id
-    WHERE ${where(filter, params)} AND (r.id IS NULL OR r.status NOT IN ('pending', 'delivering'))`;
+    WHERE ${where(filter, params)} AND (r.id IS NULL OR r.status NOT IN ('pending', 'delivering', 'succeeded'))`;
   if (after) {
     params.push(after);
     sql += ` AND dl.id > $${params.length}`;

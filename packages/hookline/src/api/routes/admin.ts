@@ -19,7 +19,7 @@ import { listApiKeys, revokeApiKey } from '../../store/api-keys.js';
 import { listAudit } from '../../store/audit-log.js';
 import { ensureTenant } from '../../store/tenants.js';
 import { principalOf } from '../auth.js';
-import { IdParam, authErrors, page } from '../schemas/common.js';
+import { IdParam, authErrors, emptyBodyAsObject, page } from '../schemas/common.js';
 import {
   ApiKey,
   AuditEntry,
@@ -124,11 +124,12 @@ export function adminRoutes(ctx: Context): FastifyPluginAsyncTypebox {
       '/v1/admin/dead-letters/replay',
       {
         config,
+        preValidation: emptyBodyAsObject,
         schema: {
           tags,
           security,
           summary: 'Replay every dead letter matching the filter that is not already being replayed',
-          body: Type.Optional(BulkReplayBody),
+          body: BulkReplayBody,
           response: { 202: BulkReplayResult, ...errors },
         },
       },

@@ -13,7 +13,7 @@ import {
   rotateSecret,
 } from '../../endpoints/endpoint-service.js';
 import { actingTenant } from '../auth.js';
-import { IdParam, authErrors, page } from '../schemas/common.js';
+import { IdParam, authErrors, emptyBodyAsObject, page } from '../schemas/common.js';
 import {
   CreateEndpointBody,
   EndpointWithSecret,
@@ -145,6 +145,7 @@ export function webhookRoutes(ctx: Context): FastifyPluginAsyncTypebox {
       '/v1/webhooks/:id/rotate-secret',
       {
         config,
+        preValidation: emptyBodyAsObject,
         schema: {
           tags,
           security,
@@ -152,7 +153,7 @@ export function webhookRoutes(ctx: Context): FastifyPluginAsyncTypebox {
             'Replace the signing secret; with a grace period deliveries carry both signatures meanwhile',
           params: IdParam,
           querystring: TenantQuery,
-          body: Type.Optional(RotateSecretBody),
+          body: RotateSecretBody,
           response: { 200: RotatedSecret, ...authErrors, ...notFound },
         },
       },

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
 import { TENANT_ID_PATTERN } from '../../tenants.js';
 
 export const ErrorBody = Type.Object(
@@ -39,3 +40,11 @@ export const authErrors = {
 
 export const Timestamp = Type.String({ format: 'date-time' });
 export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+
+/**
+ * For routes whose body is optional (`POST …/rotate-secret` with no body at all): a missing body is
+ * validated, and handled, as `{}`.
+ */
+export async function emptyBodyAsObject(request: FastifyRequest): Promise<void> {
+  if (request.body == null) request.body = {};
+}

@@ -1,6 +1,6 @@
 // Maps every error to the one JSON shape `{error: {code, message}}`. Unknown errors are a 500 with no
 // detail for the client, logged with their stack for the operator.
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DecryptionError } from '../crypto/envelope.js';
 import { HooklineError, type ErrorCode } from '../errors.js';
 
@@ -54,4 +54,22 @@ export function registerErrorHandling(app: FastifyInstance): void {
       .status(404)
       .send(errorBody('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`)),
   );
+}
+
+/**
+ * The router's own errors (a path segment that is not valid percent-encoding, or an id longer than
+ * the router matches) never reach setErrorHandler; without this they answer in Fastify's shape.
+ */
+export function onFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (err.code === 'FST_ERR_BAD_URL') {
+    void reply.status(400).send(errorBody('invalid_id', 'an id in the path is not valid percent-encoding'));
+  } else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    // No id is that long, so it names nothing: the same answer as any unknown id.
+    void reply.status(404).send(errorBody('not_found', 'no such resource: the id in the path is too long'));
+  } else {
+    request.log.error({ err }, 'router error');
+    void reply
+      .status(500)
+      .send(errorBody('internal_error', 'internal error; the server log has the details'));
+  }
 }

@@ -67,7 +67,29 @@ function normaliseEvents(events: readonly string[]): string {
 async function checkUrl(ctx: Context, url: string): Promise<string> {
   const result = await checkEndpointUrl(url, { allowPrivateNetworks: ctx.config.allowPrivateNetworks });
   if (!result.ok) throw new HooklineError(result.code, result.message);
+  // What is stored is the normalised form, which percent-encoding can make several times longer
+  // than what was sent ("é" → "%C3%A9"); the limit holds for what is stored and answered.
+  if (result.url.href.length > ENDPOINT_LIMITS.url) {
+    throw new HooklineError(
+      'invalid_url',
+      `url must be at most ${ENDPOINT_LIMITS.url} characters once normalised (percent-encoded)`,
+    );
+  }
   return result.url.href;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function checkDescription(description: string): string {
+  // PostgreSQL text cannot hold NUL (the insert would fail with a 500), and an unpaired surrogate
+  // would be stored as U+FFFD, so what GET answers would differ from what was sent.
+  if (description.includes('\u0000') || LONE_SURROGATE.test(description)) {
+    throw new HooklineError(
+      'validation_failed',
+      'description must be valid Unicode text without NUL characters',
+    );
+  }
+  return description;
 }
 
 async function load(ctx: Context, tenantId: string, id: string): Promise<EndpointRow> {
@@ -92,7 +114,7 @@ export async function createEndpoint(
     tenant_id: tenantId,
     url,
     events,
-    description: input.description ?? '',
+    description: checkDescription(input.description ?? ''),
     status: 'active',
     disabled_reason: null,
     secret: ctx.envelope.seal(secret, secretAad(id, 'current')),
@@ -145,7 +167,7 @@ export async function patchEndpoint(
   const changes: EndpointChanges = {};
   if (input.events !== undefined) changes.events = normaliseEvents(input.events);
   if (input.url !== undefined) changes.url = await checkUrl(ctx, input.url);
-  if (input.description !== undefined) changes.description = input.description;
+  if (input.description !== undefined) changes.description = checkDescription(input.description);
   if (input.status === 'active') {
     changes.status = 'active';
     changes.disabled_reason = null;

@@ -45,8 +45,19 @@ function validate(input: EmitInput): string {
   if (!isEventType(input.type)) {
     throw new HooklineError('unknown_event_type', `unknown event type ${JSON.stringify(input.type)}`);
   }
-  const problem = validateEventData(input.type, input.data);
-  if (problem) throw new HooklineError('invalid_event_data', problem);
+  let body: string;
+  try {
+    const problem = validateEventData(input.type, input.data);
+    if (problem) throw new HooklineError('invalid_event_data', problem);
+    body = messageBody(input.type, input.data);
+  } catch (err) {
+    // Checking and serialising `data` walk it recursively: nesting a few thousand levels deep (a
+    // small body) overflows the stack. That is the producer's input, not a server fault.
+    if (err instanceof RangeError) {
+      throw new HooklineError('invalid_event_data', 'data is nested too deeply');
+    }
+    throw err;
+  }
   const key = input.idempotencyKey;
   if (key != null && (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)) {
     throw new HooklineError(
@@ -54,7 +65,6 @@ function validate(input: EmitInput): string {
       `Idempotency-Key must be 1-${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
     );
   }
-  const body = messageBody(input.type, input.data);
   if (Buffer.byteLength(body) > MAX_EVENT_BODY_BYTES) {
     throw new HooklineError('payload_too_large', `the event body exceeds ${MAX_EVENT_BODY_BYTES} bytes`);
   }

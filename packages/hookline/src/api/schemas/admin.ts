@@ -13,7 +13,8 @@ const deadLetterProperties = {
   died_at: Timestamp,
   replayed_at: NullableTimestamp,
   replay_status: Type.Union([Type.String(), Type.Null()], {
-    description: 'Status of the latest replay: pending, delivering, succeeded, dead, cancelled; null if never replayed',
+    description:
+      'Status of the latest replay: pending, delivering, succeeded, dead, cancelled; null if never replayed',
   }),
 };
 

@@ -35,6 +35,21 @@ export function messageBody(type: string, data: unknown): string {
   return JSON.stringify({ type, data });
 }
 
+/**
+ * JSON with object keys sorted, so the same event sent again with its keys in another order is still
+ * recognised as the same request under its Idempotency-Key.
+ */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v ?? null)).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
 function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: string }).code;
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE';
@@ -80,7 +95,7 @@ export class Emitter {
   async emit(input: EmitInput): Promise<EmitResult> {
     const body = validate(input);
     const key = input.idempotencyKey ?? null;
-    const fingerprint = key === null ? null : this.ctx.envelope.digest(body);
+    const fingerprint = key === null ? null : this.ctx.envelope.digest(canonicalJson({ type: input.type, data: input.data }));
     for (let attempt = 0; ; attempt++) {
       try {
         const result = await this.ctx.db.transaction((tx) => this.write(tx, input, body, key, fingerprint));

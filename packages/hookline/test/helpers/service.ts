@@ -53,6 +53,7 @@ export async function startTestService(
     workerOptions: { pollIntervalMs: 50, reapIntervalMs: 200, ...options.workerOptions },
     shutdownGraceMs: 2000,
     db: database.open(),
+    ...(options.clock ? { clock: options.clock } : {}),
   });
   const keyFor = async (role: Role, tenantId = 'acme') =>
     (await createApiKey(service.ctx, { role, tenantId: role === 'tenant' ? tenantId : null })).key;

@@ -20,6 +20,9 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
   if (value === undefined) return null;
   const trimmed = value.trim();
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  // Every HTTP-date form starts with the day name (RFC 9110 §5.6.7). Date.parse alone reads nearly
+  // anything as a date ("-1", "1.5" and "Foo 5" are all days in 2001), so garbage is refused first.
+  if (!/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)/.test(trimmed)) return null;
   const at = Date.parse(trimmed);
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }

@@ -76,7 +76,9 @@ export class OutcomeWriter {
   /** Writes everything queued; gives up after `deadlineMs` (the leases then cover what is left). */
   async close(deadlineMs = 5000): Promise<void> {
     const until = Date.now() + deadlineMs;
-    while (this.queue.length > 0 && Date.now() < until) {
+    // A write already under way counts too: the queue is empty while it runs, and returning then
+    // would let the caller close the database under it (and its retry timer outlive the writer).
+    while ((this.queue.length > 0 || this.flushing) && Date.now() < until) {
       if (this.timer) clearTimeout(this.timer);
       this.timer = null;
       await this.flush();
@@ -104,13 +106,17 @@ export class OutcomeWriter {
     };
     const written: Outcome[] = [];
     await this.ctx.db.transaction(async (tx) => {
-      const successes = batch.filter((o) => o.kind === 'succeeded');
-      await markSucceeded(
-        tx,
-        successes.map((o) => ({ id: o.delivery.id, attempt: o.delivery.attempts, status: o.status })),
-        now,
-      );
-      successes.forEach((o) => count(o.delivery, 'succeeded'));
+      // One by one, so that only the rows the fence let through are counted: a stale success (its
+      // lease expired and the delivery was attempted again, or it was cancelled meanwhile) is not a
+      // second success in the stats, just as a stale failure is not a failure.
+      const successes: Outcome[] = [];
+      for (const o of batch) {
+        if (o.kind !== 'succeeded') continue;
+        const item = { id: o.delivery.id, attempt: o.delivery.attempts, status: o.status };
+        if ((await markSucceeded(tx, [item], now)) === 0) continue;
+        count(o.delivery, 'succeeded');
+        successes.push(o);
+      }
       written.push(...successes);
       await markEndpointsHealthy(tx, [...new Set(successes.map((o) => o.delivery.endpoint_id))]);
 

@@ -169,6 +169,7 @@ export class DeliveryWorker {
             limit: Math.min(free, this.options.claimBatch),
             perEndpoint: endpointConcurrency,
             excludeEndpoints: saturated,
+            inFlight: Object.fromEntries(this.perEndpoint),
           });
           if (claimed.length > 0) {
             await this.begin(claimed);
@@ -179,15 +180,18 @@ export class DeliveryWorker {
         }
       }
       this.waitingForSlot = free <= 0 || saturated.length > 0;
-      await this.deliveryWake.sleep(free > 0 ? await this.idleDelay() : this.options.pollIntervalMs);
+      await this.deliveryWake.sleep(free > 0 ? await this.idleDelay(saturated) : this.options.pollIntervalMs);
       this.waitingForSlot = false;
     }
   }
 
-  /** Sleeps until the next scheduled retry is due, or the poll interval, whichever is sooner. */
-  private async idleDelay(): Promise<number> {
+  /**
+   * Sleeps until the next scheduled retry is due, or the poll interval, whichever is sooner. Work of
+   * saturated endpoints does not count: a freed slot wakes the loop (finish), not a timer.
+   */
+  private async idleDelay(saturated: readonly string[]): Promise<number> {
     try {
-      const next = await nextDueAt(this.ctx.db);
+      const next = await nextDueAt(this.ctx.db, saturated);
       if (next === null) return this.options.pollIntervalMs;
       return Math.max(1, Math.min(this.options.pollIntervalMs, next - this.ctx.clock()));
     } catch {
@@ -229,11 +233,17 @@ export class DeliveryWorker {
   }
 
   private finish(delivery: ClaimedDelivery): void {
+    const { workerConcurrency, endpointConcurrency } = this.ctx.config;
+    const wasFull = this.inFlight.size >= workerConcurrency;
     this.inFlight.delete(delivery.id);
-    const left = (this.perEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
+    const before = this.perEndpoint.get(delivery.endpoint_id) ?? 1;
+    const left = before - 1;
     if (left > 0) this.perEndpoint.set(delivery.endpoint_id, left);
     else this.perEndpoint.delete(delivery.endpoint_id);
-    if (this.waitingForSlot) this.deliveryWake.fire();
+    // A slot the loop may be waiting for came free. Also fired when the loop is not asleep yet (it may
+    // be mid-claim, having seen the endpoint saturated): Wake remembers it, so the slot is not missed
+    // until the next poll.
+    if (this.waitingForSlot || wasFull || before >= endpointConcurrency) this.deliveryWake.fire();
   }
 
   private async attempt(

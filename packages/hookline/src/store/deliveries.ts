@@ -84,6 +84,11 @@ export interface ClaimOptions {
   perEndpoint: number;
   /** Endpoints whose in-flight attempts are already at the cap on this worker. */
   excludeEndpoints: readonly string[];
+  /**
+   * Attempts this worker already has in flight per endpoint: they count against `perEndpoint`, so an
+   * endpoint with one attempt still running gets at most `perEndpoint - 1` more, never `perEndpoint`.
+   */
+  inFlight?: Readonly<Record<string, number>>;
 }
 
 /**
@@ -96,6 +101,9 @@ export async function claimDue(q: Queryable, o: ClaimOptions): Promise<ClaimedDe
   const excluded = postgres
     ? 'SELECT jsonb_array_elements_text($5::jsonb)'
     : 'SELECT value FROM json_each($5)';
+  const busy = postgres
+    ? 'COALESCE(($7::jsonb ->> endpoint_id)::int, 0)'
+    : `COALESCE(json_extract($7, '$."' || endpoint_id || '"'), 0)`;
   const candidates = Math.max(o.limit * 8, 256);
   return q.all<ClaimedDelivery>(
     `WITH candidates AS (
@@ -106,16 +114,24 @@ export async function claimDue(q: Queryable, o: ClaimOptions): Promise<ClaimedDe
        ORDER BY d.next_attempt_at
        LIMIT $6 ${postgres ? 'FOR UPDATE OF d SKIP LOCKED' : ''}
      ), ranked AS (
-       SELECT id, next_attempt_at,
+       SELECT id, endpoint_id, next_attempt_at,
          ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS endpoint_rank
        FROM candidates
      ), picked AS (
-       SELECT id FROM ranked WHERE endpoint_rank <= $4 ORDER BY next_attempt_at LIMIT $3
+       SELECT id FROM ranked WHERE endpoint_rank <= $4 - ${busy} ORDER BY next_attempt_at LIMIT $3
      )
      UPDATE deliveries SET status = 'delivering', attempts = attempts + 1, lease_expires_at = $2, updated_at = $1
      WHERE id IN (SELECT id FROM picked)
      RETURNING id, message_id, endpoint_id, tenant_id, event_type, attempts, first_headers, replay_of`,
-    [o.now, o.leaseUntil, o.limit, o.perEndpoint, JSON.stringify(o.excludeEndpoints), candidates],
+    [
+      o.now,
+      o.leaseUntil,
+      o.limit,
+      o.perEndpoint,
+      JSON.stringify(o.excludeEndpoints),
+      candidates,
+      JSON.stringify(o.inFlight ?? {}),
+    ],
   );
 }
 
@@ -214,9 +230,24 @@ export async function getDelivery(q: Queryable, id: string): Promise<DeliveryRow
   return q.one<DeliveryRow>('SELECT * FROM deliveries WHERE id = $1', [id]);
 }
 
-export async function nextDueAt(q: Queryable): Promise<number | null> {
+/**
+ * When the next delivery a claim could take falls due. It applies claimDue's filters: counting a due
+ * delivery of a disabled endpoint, or of one at its in-flight cap, would make an idle worker wake at
+ * once, claim nothing, and spin on the database until that work became claimable.
+ */
+export async function nextDueAt(
+  q: Queryable,
+  excludeEndpoints: readonly string[] = [],
+): Promise<number | null> {
+  const excluded =
+    q.dialect === 'postgres'
+      ? 'SELECT jsonb_array_elements_text($1::jsonb)'
+      : 'SELECT value FROM json_each($1)';
   const row = await q.one<{ at: number | null }>(
-    `SELECT MIN(next_attempt_at) AS at FROM deliveries WHERE status = 'pending'`,
+    `SELECT MIN(d.next_attempt_at) AS at FROM deliveries d
+     WHERE d.status = 'pending' AND d.endpoint_id NOT IN (${excluded})
+       AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = d.endpoint_id AND e.status = 'active')`,
+    [JSON.stringify(excludeEndpoints)],
   );
   return row?.at == null ? null : Number(row.at);
 }
@@ -245,4 +276,13 @@ export async function queueDepth(q: Queryable, now: number): Promise<QueueDepth>
 
 export async function countByStatus(q: Queryable): Promise<{ status: string; count: number }[]> {
   return q.all('SELECT status, COUNT(*) AS count FROM deliveries GROUP BY status');
+}
+
+/** Deliveries not yet finished, per endpoint of a tenant: each endpoint's backlog. */
+export async function backlogByEndpoint(q: Queryable, tenantId: string): Promise<{ endpoint_id: string; n: number }[]> {
+  return q.all(
+    `SELECT endpoint_id, COUNT(*) AS n FROM deliveries
+     WHERE tenant_id = $1 AND status IN ('pending', 'delivering') GROUP BY endpoint_id`,
+    [tenantId],
+  );
 }

@@ -1,0 +1,96 @@
+// The batched outcome writer: fenced writes, stats, and a close() that does not return while a
+// write is still under way (the caller closes the database right after).
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Context } from '../../src/context.js';
+import { fanOutBatch } from '../../src/delivery/fanout.js';
+import { OutcomeWriter } from '../../src/delivery/outcome-writer.js';
+import type { Db } from '../../src/store/db.js';
+import { claimDue, getDelivery, type ClaimedDelivery } from '../../src/store/deliveries.js';
+import { eventually } from '../helpers/receiver.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { STORE_KINDS } from '../helpers/stores.js';
+import { createEndpoint, emit, sleep } from './support.js';
+
+/** The service's database with every transaction held back for `delayMs` before it starts. */
+function slowTransactions(db: Db, delayMs: number): Db {
+  return {
+    dialect: db.dialect,
+    all: (sql, params) => db.all(sql, params),
+    one: (sql, params) => db.one(sql, params),
+    run: (sql, params) => db.run(sql, params),
+    transaction: async (fn) => {
+      await sleep(delayMs);
+      return db.transaction(fn);
+    },
+    ping: () => db.ping(),
+    close: () => db.close(),
+  };
+}
+
+describe.each(STORE_KINDS)('OutcomeWriter on %s', (kind) => {
+  let t: TestService | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  /** A service without a worker, and `count` deliveries claimed by hand (status delivering, attempt 1). */
+  async function claimed(count: number): Promise<ClaimedDelivery[]> {
+    t = await startTestService(kind);
+    await createEndpoint(t, 'http://127.0.0.1:9/unused', ['*']);
+    for (let i = 0; i < count; i++) await emit(t, 'user.updated', { i });
+    await fanOutBatch(t.service.ctx);
+    const now = Date.now();
+    const rows = await claimDue(t.service.ctx.db, {
+      now,
+      leaseUntil: now + 60_000,
+      limit: count,
+      perEndpoint: count,
+      excludeEndpoints: [],
+    });
+    expect(rows).toHaveLength(count);
+    return rows;
+  }
+
+  it('writes success and retry outcomes, fenced by the attempt number', async () => {
+    const [a, b, c] = await claimed(3);
+    const writer = new OutcomeWriter(t!.service.ctx);
+    writer.push({ kind: 'succeeded', delivery: a!, status: 204 });
+    writer.push({
+      kind: 'retry',
+      delivery: b!,
+      status: 500,
+      error: 'HTTP 500',
+      gone: false,
+      nextAttemptAt: Date.now() + 60_000,
+      firstHeaders: '{"hook-id":"x"}',
+    });
+    // A stale outcome (an attempt number the row has moved past) is ignored.
+    writer.push({ kind: 'succeeded', delivery: { ...c!, attempts: c!.attempts - 1 }, status: 200 });
+    await writer.close();
+    const db = t!.service.ctx.db;
+    expect(await getDelivery(db, a!.id)).toMatchObject({ status: 'succeeded', last_status: 204 });
+    expect(await getDelivery(db, b!.id)).toMatchObject({
+      status: 'pending',
+      last_status: 500,
+      last_error: 'HTTP 500',
+      first_headers: '{"hook-id":"x"}',
+    });
+    expect(await getDelivery(db, c!.id)).toMatchObject({ status: 'delivering' });
+    const stats = await db.all<{ succeeded: number; failed: number }>(
+      'SELECT succeeded, failed FROM delivery_stats',
+    );
+    expect(stats.map((s) => [Number(s.succeeded), Number(s.failed)])).toEqual([[1, 1]]);
+  });
+
+  it('close() waits for a write that is already under way', async () => {
+    const [delivery] = await claimed(1);
+    const ctx: Context = { ...t!.service.ctx, db: slowTransactions(t!.service.ctx.db, 300) };
+    const writer = new OutcomeWriter(ctx);
+    writer.push({ kind: 'succeeded', delivery: delivery!, status: 200 });
+    // Once the 5 ms flush timer has fired the queue is empty, and the write waits on its transaction.
+    await eventually(() => writer.pending === 0);
+    await writer.close();
+    expect(await getDelivery(t!.service.ctx.db, delivery!.id)).toMatchObject({ status: 'succeeded' });
+  });
+});

@@ -27,6 +27,8 @@ export type Outcome =
 
 export class OutcomeWriter {
   private queue: Outcome[] = [];
+  /** Resolves each queued outcome's `push` promise once it is written (or abandoned at close). */
+  private readonly settled = new Map<Outcome, () => void>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
 
@@ -39,10 +41,24 @@ export class OutcomeWriter {
     return this.queue.length;
   }
 
-  push(outcome: Outcome): void {
+  /**
+   * Queues an outcome; the promise resolves once it is in the database. The worker holds the attempt's
+   * slot until then, so a crash can repeat at most its concurrency's worth of attempts, and a database
+   * outage stops it from claiming more work than it can record.
+   */
+  push(outcome: Outcome): Promise<void> {
+    const written = new Promise<void>((resolve) => this.settled.set(outcome, resolve));
     this.queue.push(outcome);
     if (this.queue.length >= FLUSH_SIZE) void this.flush();
     else this.schedule(FLUSH_DELAY_MS);
+    return written;
+  }
+
+  private settle(outcomes: readonly Outcome[]): void {
+    for (const o of outcomes) {
+      this.settled.get(o)?.();
+      this.settled.delete(o);
+    }
   }
 
   private schedule(ms: number): void {
@@ -59,7 +75,10 @@ export class OutcomeWriter {
     const batch = this.queue;
     this.queue = [];
     this.flushing = this.write(batch)
-      .then(() => this.onWritten(batch))
+      .then(() => {
+        this.settle(batch);
+        this.onWritten(batch);
+      })
       .catch((err: unknown) => {
         // Keep them and try again: until written, the leases protect the deliveries, and if this
         // process dies the leases expire and the attempts are simply made again (at-least-once).
@@ -86,6 +105,8 @@ export class OutcomeWriter {
     }
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    // Whatever could not be written is abandoned to the leases; nobody may wait on it forever.
+    this.settle([...this.settled.keys()]);
   }
 
   private async write(batch: readonly Outcome[]): Promise<void> {

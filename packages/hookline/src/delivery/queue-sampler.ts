@@ -18,7 +18,9 @@ export async function sampleQueue(ctx: Context): Promise<void> {
 /** Samples now and then every `intervalMs` until stopped. */
 export function startQueueSampler(ctx: Context, intervalMs = BUCKET_MS): () => void {
   const run = () =>
-    void sampleQueue(ctx).catch((err: unknown) => ctx.logger.warn({ err }, 'could not record a queue sample'));
+    void sampleQueue(ctx).catch((err: unknown) =>
+      ctx.logger.warn({ err }, 'could not record a queue sample'),
+    );
   run();
   const timer = setInterval(run, intervalMs);
   timer.unref();

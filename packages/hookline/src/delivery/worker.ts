@@ -209,7 +209,13 @@ export class DeliveryWorker {
         endpoints.set(e.id, e);
       }
       for (const m of await getPayloads(this.ctx.db, [...new Set(claimed.map((d) => d.message_id))])) {
-        bodies.set(m.id, this.ctx.envelope.openText(m.payload, messageAad(m.id)));
+        try {
+          bodies.set(m.id, this.ctx.envelope.openText(m.payload, messageAad(m.id)));
+        } catch (err) {
+          // One unreadable message (wrong HOOKLINE_ENCRYPTION_KEY, damaged row) fails its own
+          // deliveries below; it must not hold up the rest of the batch.
+          this.ctx.logger.error({ err, message_id: m.id }, 'stored message cannot be decrypted');
+        }
       }
     } catch (err) {
       // The claims stay leased; the reaper hands them out again when the leases expire.
@@ -260,7 +266,12 @@ export class DeliveryWorker {
     });
     const maxAttempts = 1 + this.ctx.config.maxRetries;
     if (!endpoint || body === undefined) {
-      log.error('claimed delivery has no endpoint or message');
+      // Counted as a failed attempt, so it ends (dead, without a record of a body it cannot read)
+      // instead of being claimed again every lease period.
+      log.error('claimed delivery has no readable endpoint or message');
+      const error = endpoint ? 'stored message cannot be decrypted' : 'endpoint not found';
+      const failure = { ok: false, status: null, error, retryAfterMs: null, durationMs: 0 };
+      await this.outcomes.push(this.judge(delivery, failure, {}, null, maxAttempts, this.ctx.clock()));
       return;
     }
     const now = this.ctx.clock();
@@ -285,7 +296,7 @@ export class DeliveryWorker {
         : await this.sender.send({ url: endpoint.url, headers, body }, abort.signal);
     if (abort.signal.aborted) return; // shutting down: the claim is released, not judged
     this.ctx.metrics.attemptSeconds.observe(result.durationMs / 1000);
-    this.outcomes.push(this.judge(delivery, result, headers, body, maxAttempts, now));
+    await this.outcomes.push(this.judge(delivery, result, headers, body, maxAttempts, now));
     log.debug(
       { status: result.status, ok: result.ok, ms: Math.round(result.durationMs) },
       'attempt finished',
@@ -296,7 +307,7 @@ export class DeliveryWorker {
     delivery: ClaimedDelivery,
     result: SendResult,
     headers: Record<string, string>,
-    body: string,
+    body: string | null,
     maxAttempts: number,
     now: number,
   ): Outcome {
@@ -308,7 +319,7 @@ export class DeliveryWorker {
       gone: result.status === 410,
     };
     if (delivery.attempts >= maxAttempts) {
-      if (delivery.replay_of) return { kind: 'dead', ...failure, deadLetter: null };
+      if (delivery.replay_of || body === null) return { kind: 'dead', ...failure, deadLetter: null };
       const id = newId('deadLetter', now);
       const firstHeaders = delivery.first_headers
         ? (JSON.parse(delivery.first_headers) as Record<string, string>)
@@ -329,7 +340,7 @@ export class DeliveryWorker {
       kind: 'retry',
       ...failure,
       nextAttemptAt: now + delay,
-      firstHeaders: delivery.first_headers ? null : JSON.stringify(headers),
+      firstHeaders: delivery.first_headers || body === null ? null : JSON.stringify(headers),
     };
   }
 }

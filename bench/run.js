@@ -10,6 +10,7 @@
 // Stores: SQLite always; PostgreSQL too when reachable at HOOKLINE_BENCH_POSTGRES_URL
 // (default postgres://postgres@127.0.0.1:5432/test).
 import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -32,7 +33,8 @@ async function receiver(mode) {
     req.on('end', () => {
       if (mode === 'hang') return;
       count++;
-      for (const w of waiters.splice(0)) if (count >= w.n) w.resolve();
+      for (const w of waiters.splice(0))
+        if (count >= w.n) w.resolve();
         else waiters.push(w);
       res.writeHead(200).end('ok');
     });
@@ -44,14 +46,21 @@ async function receiver(mode) {
       return count;
     },
     until: (n) => (count >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ n, resolve }))),
-    close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); }),
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(r);
+      }),
   };
 }
 
 async function database(kind) {
   if (kind === 'sqlite') {
     const dir = mkdtempSync(path.join(tmpdir(), 'hookline-bench-'));
-    return { url: `sqlite:${path.join(dir, 'bench.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+    return {
+      url: `sqlite:${path.join(dir, 'bench.db')}`,
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
   }
   const schema = `bench_${randomBytes(4).toString('hex')}`;
   const c = new pg.Client({ connectionString: PG_URL });
@@ -60,6 +69,7 @@ async function database(kind) {
   await c.end();
   return {
     url: PG_URL,
+    processUrl: `${PG_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`,
     db: () => new PgDb({ connectionString: PG_URL, schema }),
     drop: async () => {
       const d = new pg.Client({ connectionString: PG_URL });
@@ -72,15 +82,17 @@ async function database(kind) {
 
 async function service(kind, { worker, env = {} }) {
   const store = await database(kind);
-  const config = loadConfig({
+  const environment = {
     HOOKLINE_DATABASE_URL: store.url,
     HOOKLINE_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     HOOKLINE_ALLOW_PRIVATE_NETWORKS: 'true',
     HOOKLINE_LOG_LEVEL: 'silent',
     HOOKLINE_PORT: '0',
+    HOOKLINE_WORKER_ADMIN_PORT: '0',
     HOOKLINE_DELIVERY_TIMEOUT_MS: '60000',
     ...env,
-  });
+  };
+  const config = loadConfig(environment);
   const svc = await startService(config, {
     api: true,
     worker,
@@ -90,10 +102,20 @@ async function service(kind, { worker, env = {} }) {
     ...(store.db ? { db: store.db() } : {}),
   });
   const producer = (await createApiKey(svc.ctx, { role: 'producer' })).key;
+  const children = [];
   return {
     svc,
     producer,
+    /** A `hookline worker` process on the same database, as in the scale-out layout. */
+    spawnWorker: () => {
+      const child = spawn(process.execPath, ['packages/hookline/bin/hookline.js', 'worker'], {
+        env: { ...process.env, ...environment, HOOKLINE_DATABASE_URL: store.processUrl ?? store.url },
+        stdio: 'ignore',
+      });
+      children.push(child);
+    },
     close: async () => {
+      for (const c of children) c.kill('SIGKILL');
       await svc.close();
       await store.drop();
     },
@@ -104,10 +126,12 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-async function emitLatency(kind, endpoints, mode) {
-  const s = await service(kind, { worker: mode !== 'none' });
+/** Emit latency with `endpoints` subscribers answering as `mode`, delivered by `workers`. */
+async function emitLatency(kind, endpoints, mode, workers) {
+  const s = await service(kind, { worker: workers === 'in-process' });
   const r = mode === 'none' ? null : await receiver(mode);
   for (let i = 0; i < endpoints; i++) await createEndpoint(s.svc.ctx, 'acme', { url: r.url, events: ['*'] });
+  if (workers === 'process') s.spawnWorker();
   const body = JSON.stringify({ tenant_id: 'acme', type: 'user.updated', data: { name: 'bench' } });
   const headers = { authorization: `Bearer ${s.producer}`, 'content-type': 'application/json' };
   const times = [];
@@ -124,13 +148,14 @@ async function emitLatency(kind, endpoints, mode) {
   return { p50: percentile(times, 50), p99: percentile(times, 99) };
 }
 
-async function deliveryRate(kind, withHanging) {
+async function deliveryRate(kind, withHanging, subscribers = 1) {
   const s = await service(kind, { worker: false });
   const healthy = await receiver('ok');
   const hanging = await receiver('hang');
-  await createEndpoint(s.svc.ctx, 'acme', { url: healthy.url, events: ['*'] });
+  for (let i = 0; i < subscribers; i++)
+    await createEndpoint(s.svc.ctx, 'acme', { url: healthy.url, events: ['*'] });
   if (withHanging) await createEndpoint(s.svc.ctx, 'acme', { url: hanging.url, events: ['*'] });
-  for (let i = 0; i < DELIVERIES; i++) {
+  for (let i = 0; i < DELIVERIES / subscribers; i++) {
     await s.svc.emitter.emit({ tenantId: 'acme', type: 'user.updated', data: { i } });
   }
   // Measure delivery alone: the backlog is written first, then a worker is started.
@@ -142,6 +167,7 @@ async function deliveryRate(kind, withHanging) {
   await worker.start();
   await healthy.until(DELIVERIES);
   const seconds = (performance.now() - t0) / 1000;
+  global.gc?.();
   const heapAfter = process.memoryUsage().heapUsed;
   await worker.stop(100);
   await s.close();
@@ -166,27 +192,42 @@ const rows = [];
 const fmt = (n, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
 for (const kind of kinds) {
   process.stderr.write(`${kind}: emit latency…\n`);
-  const none = await emitLatency(kind, 0, 'none');
-  const fast = await emitLatency(kind, 100, 'ok');
-  const hang = await emitLatency(kind, 100, 'hang');
-  rows.push([kind, 'emit p50 ms, 0 endpoints', fmt(none.p50, 2), '1.00']);
-  rows.push([kind, 'emit p50 ms, 100 healthy endpoints (delivering)', fmt(fast.p50, 2), fmt(fast.p50 / none.p50, 2)]);
-  rows.push([kind, 'emit p50 ms, 100 hanging endpoints', fmt(hang.p50, 2), fmt(hang.p50 / none.p50, 2)]);
-  rows.push([kind, 'emit p99 ms, 0 endpoints', fmt(none.p99, 2), '1.00']);
-  rows.push([kind, 'emit p99 ms, 100 healthy endpoints (delivering)', fmt(fast.p99, 2), fmt(fast.p99 / none.p99, 2)]);
-  rows.push([kind, 'emit p99 ms, 100 hanging endpoints', fmt(hang.p99, 2), fmt(hang.p99 / none.p99, 2)]);
+  // The contract: emit latency does not depend on how many endpoints subscribe or how they behave.
+  // Measured as deployed at scale (workers in their own process), then embedded (one process).
+  const none = await emitLatency(kind, 0, 'none', 'none');
+  const cases = [
+    ['100 healthy endpoints, worker process', await emitLatency(kind, 100, 'ok', 'process')],
+    ['100 hanging endpoints, worker process', await emitLatency(kind, 100, 'hang', 'process')],
+    ['100 healthy endpoints, same process', await emitLatency(kind, 100, 'ok', 'in-process')],
+    ['100 hanging endpoints, same process', await emitLatency(kind, 100, 'hang', 'in-process')],
+  ];
+  for (const q of ['p50', 'p99']) {
+    rows.push([kind, `emit ${q} ms, no endpoints`, fmt(none[q], 2), '1.00']);
+    for (const [label, r] of cases)
+      rows.push([kind, `emit ${q} ms, ${label}`, fmt(r[q], 2), fmt(r[q] / none[q], 2)]);
+  }
   process.stderr.write(`${kind}: delivery rate…\n`);
   const alone = await deliveryRate(kind, false);
   const beside = await deliveryRate(kind, true);
-  rows.push([kind, 'deliveries/s to a fast subscriber', fmt(alone.rate, 0), '1.00']);
-  rows.push([kind, 'deliveries/s to it beside a hanging endpoint', fmt(beside.rate, 0), fmt(beside.rate / alone.rate, 2)]);
-  rows.push([kind, 'heap growth KiB per 1,000 deliveries', fmt(alone.heapPer1000 / 1024, 0), '-']);
+  const wide = await deliveryRate(kind, false, 10);
+  rows.push([kind, 'deliveries/s to 1 fast subscriber', fmt(alone.rate, 0), '1.00']);
+  rows.push([
+    kind,
+    'deliveries/s to it beside a hanging endpoint',
+    fmt(beside.rate, 0),
+    fmt(beside.rate / alone.rate, 2),
+  ]);
+  rows.push([kind, 'deliveries/s to 10 fast subscribers', fmt(wide.rate, 0), fmt(wide.rate / alone.rate, 2)]);
+  rows.push([kind, 'heap retained KiB per 1,000 deliveries', fmt(alone.heapPer1000 / 1024, 0), '-']);
 }
 
 const header = ['store', 'measure', 'value', 'ratio'];
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
-const line = (r) => r.map((c, i) => (i >= 2 ? String(c).padStart(widths[i]) : String(c).padEnd(widths[i]))).join('  ');
-console.log(`\nhookline bench (${EMITS} emits per case, ${DELIVERIES} deliveries per case, node ${process.version})\n`);
+const line = (r) =>
+  r.map((c, i) => (i >= 2 ? String(c).padStart(widths[i]) : String(c).padEnd(widths[i]))).join('  ');
+console.log(
+  `\nhookline bench (${EMITS} emits per case, ${DELIVERIES} deliveries per case, node ${process.version})\n`,
+);
 console.log(line(header));
 console.log(widths.map((w) => '-'.repeat(w)).join('  '));
 for (const r of rows) console.log(line(r));

@@ -49,8 +49,11 @@ export class OutcomeWriter {
   push(outcome: Outcome): Promise<void> {
     const written = new Promise<void>((resolve) => this.settled.set(outcome, resolve));
     this.queue.push(outcome);
+    // Group commit: with no write under way, write on the next tick (gathering what finishes together);
+    // during a write, outcomes wait and go together in the next one. Batches grow with load, and an
+    // idle worker pays no timer delay.
     if (this.queue.length >= FLUSH_SIZE) void this.flush();
-    else this.schedule(FLUSH_DELAY_MS);
+    else this.schedule(this.flushing ? FLUSH_DELAY_MS : 0);
     return written;
   }
 
@@ -88,6 +91,7 @@ export class OutcomeWriter {
       })
       .finally(() => {
         this.flushing = null;
+        if (this.queue.length > 0 && !this.timer) this.schedule(0);
       });
     await this.flushing;
   }

@@ -21,6 +21,8 @@ export interface Config {
   readonly endpointConcurrency: number;
   /** Health port of `hookline worker` (which serves no API). */
   readonly workerAdminPort: number;
+  /** Finished deliveries, their messages and statistics are deleted after this many days. */
+  readonly retentionDays: number;
 }
 
 export class ConfigError extends Error {
@@ -50,6 +52,7 @@ export const DEFAULTS = {
   workerConcurrency: 64,
   endpointConcurrency: 4,
   workerAdminPort: 8081,
+  retentionDays: 30,
 } as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -148,5 +151,6 @@ export function loadConfig(env: Env = process.env): Config {
       1_000,
     ),
     workerAdminPort: readInt(env, 'HOOKLINE_WORKER_ADMIN_PORT', DEFAULTS.workerAdminPort, 0, 65_535),
+    retentionDays: readInt(env, 'HOOKLINE_RETENTION_DAYS', DEFAULTS.retentionDays, 1, 36_500),
   });
 }

@@ -4,6 +4,7 @@ import { buildApp } from './api/app.js';
 import type { Config } from './config.js';
 import { createContext, type Context, type ContextOptions } from './context.js';
 import { startQueueSampler } from './delivery/queue-sampler.js';
+import { startRetention } from './delivery/retention.js';
 import { DeliveryWorker, type WorkerOptions } from './delivery/worker.js';
 import { Emitter } from './events/emit.js';
 import { migrate } from './store/migrations/index.js';
@@ -43,10 +44,12 @@ export async function startService(config: Config, options: ServiceOptions): Pro
     const worker = options.worker ? new DeliveryWorker(ctx, options.workerOptions) : null;
     await worker?.start();
     const stopSampler = worker ? startQueueSampler(ctx) : () => {};
+    const stopRetention = worker ? startRetention(ctx) : () => {};
     let closing: Promise<void> | null = null;
     const close = () =>
       (closing ??= (async () => {
         stopSampler();
+        stopRetention();
         await app.close();
         await worker?.stop(options.shutdownGraceMs ?? 10_000);
         await ctx.signal.close();

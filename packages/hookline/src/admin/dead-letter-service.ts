@@ -105,7 +105,10 @@ async function queueReplay(
 
 const REFUSAL_MESSAGES: Record<ReplayRefusal, [HooklineError['code'], string]> = {
   endpoint_deleted: ['endpoint_deleted', 'the endpoint is deleted; restore it before replaying to it'],
-  endpoint_disabled: ['endpoint_disabled', 'the endpoint is disabled; re-enable it (PATCH status active) first'],
+  endpoint_disabled: [
+    'endpoint_disabled',
+    'the endpoint is disabled; re-enable it (PATCH status active) first',
+  ],
   replay_in_progress: ['replay_in_progress', 'a replay of this dead letter is already under way'],
 };
 

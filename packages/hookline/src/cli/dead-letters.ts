@@ -35,18 +35,34 @@ export function registerDeadLetterCommands(program: Command, config: Config): vo
     .option('--limit <n>', 'how many (1-100)', '50')
     .option('--cursor <id>', 'continue after this id')
     .option('--json', 'machine-readable output')
-    .action(async (o: { tenant?: string; endpoint?: string; limit: string; cursor?: string; json?: boolean }) => {
-      const limit = Number(o.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-        throw new HooklineError('validation_failed', '--limit must be a whole number from 1 to 100');
-      }
-      const page = await withContext(config, (ctx) =>
-        listDeadLetterViews(ctx, { tenantId: o.tenant ?? null, endpointId: o.endpoint ?? null }, limit, o.cursor ?? null),
-      );
-      if (o.json) return printJson(page);
-      printTable(page.data, ['id', 'tenant_id', 'endpoint_id', 'event_type', 'attempts', 'died_at', 'replay_status', 'last_error']);
-      if (page.next_cursor) process.stderr.write(`more: --cursor ${page.next_cursor}\n`);
-    });
+    .action(
+      async (o: { tenant?: string; endpoint?: string; limit: string; cursor?: string; json?: boolean }) => {
+        const limit = Number(o.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+          throw new HooklineError('validation_failed', '--limit must be a whole number from 1 to 100');
+        }
+        const page = await withContext(config, (ctx) =>
+          listDeadLetterViews(
+            ctx,
+            { tenantId: o.tenant ?? null, endpointId: o.endpoint ?? null },
+            limit,
+            o.cursor ?? null,
+          ),
+        );
+        if (o.json) return printJson(page);
+        printTable(page.data, [
+          'id',
+          'tenant_id',
+          'endpoint_id',
+          'event_type',
+          'attempts',
+          'died_at',
+          'replay_status',
+          'last_error',
+        ]);
+        if (page.next_cursor) process.stderr.write(`more: --cursor ${page.next_cursor}\n`);
+      },
+    );
 
   dl.command('show <id>')
     .description('one dead letter with its decrypted original message')
@@ -72,10 +88,19 @@ export function registerDeadLetterCommands(program: Command, config: Config): vo
     .action(
       async (
         id: string | undefined,
-        o: { all?: boolean; tenant?: string; endpoint?: string; since?: string; until?: string; json?: boolean },
+        o: {
+          all?: boolean;
+          tenant?: string;
+          endpoint?: string;
+          since?: string;
+          until?: string;
+          json?: boolean;
+        },
       ) => {
-        if (id && o.all) throw new HooklineError('validation_failed', 'give a dead-letter id or --all, not both');
-        if (!id && !o.all) throw new HooklineError('validation_failed', 'give a dead-letter id, or --all for bulk replay');
+        if (id && o.all)
+          throw new HooklineError('validation_failed', 'give a dead-letter id or --all, not both');
+        if (!id && !o.all)
+          throw new HooklineError('validation_failed', 'give a dead-letter id, or --all for bulk replay');
         if (id) {
           const result = await withContext(config, (ctx) => replayDeadLetter(ctx, id, CLI_ACTOR));
           if (o.json) return printJson(result);
@@ -96,7 +121,9 @@ export function registerDeadLetterCommands(program: Command, config: Config): vo
         const skipped = Object.entries(result.skipped)
           .filter(([, n]) => n > 0)
           .map(([why, n]) => `${n} ${why.replace(/_/g, ' ')}`);
-        process.stdout.write(`queued ${result.count} replays${skipped.length ? `; skipped ${skipped.join(', ')}` : ''}\n`);
+        process.stdout.write(
+          `queued ${result.count} replays${skipped.length ? `; skipped ${skipped.join(', ')}` : ''}\n`,
+        );
       },
     );
 }

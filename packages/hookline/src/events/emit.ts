@@ -95,7 +95,8 @@ export class Emitter {
   async emit(input: EmitInput): Promise<EmitResult> {
     const body = validate(input);
     const key = input.idempotencyKey ?? null;
-    const fingerprint = key === null ? null : this.ctx.envelope.digest(canonicalJson({ type: input.type, data: input.data }));
+    const fingerprint =
+      key === null ? null : this.ctx.envelope.digest(canonicalJson({ type: input.type, data: input.data }));
     for (let attempt = 0; ; attempt++) {
       try {
         const result = await this.ctx.db.transaction((tx) => this.write(tx, input, body, key, fingerprint));

@@ -279,7 +279,10 @@ export async function countByStatus(q: Queryable): Promise<{ status: string; cou
 }
 
 /** Deliveries not yet finished, per endpoint of a tenant: each endpoint's backlog. */
-export async function backlogByEndpoint(q: Queryable, tenantId: string): Promise<{ endpoint_id: string; n: number }[]> {
+export async function backlogByEndpoint(
+  q: Queryable,
+  tenantId: string,
+): Promise<{ endpoint_id: string; n: number }[]> {
   return q.all(
     `SELECT endpoint_id, COUNT(*) AS n FROM deliveries
      WHERE tenant_id = $1 AND status IN ('pending', 'delivering') GROUP BY endpoint_id`,

@@ -1,0 +1,35 @@
+// Deleting what is finished and old, in bounded batches so no single statement holds locks for long.
+// Dead letters are kept (an operator deletes nothing by accident), and so are the messages they
+// refer to, because a replay sends the stored message.
+import type { Queryable } from './db.js';
+
+const BATCH = 1000;
+
+export async function pruneFinishedDeliveries(q: Queryable, before: number): Promise<number> {
+  return q.run(
+    `DELETE FROM deliveries WHERE id IN (
+       SELECT id FROM deliveries
+       WHERE status IN ('succeeded', 'cancelled', 'dead') AND completed_at < $1
+       LIMIT ${BATCH})`,
+    [before],
+  );
+}
+
+export async function pruneOrphanMessages(q: Queryable, before: number): Promise<number> {
+  return q.run(
+    `DELETE FROM messages WHERE id IN (
+       SELECT m.id FROM messages m
+       WHERE m.created_at < $1 AND m.fanned_out_at IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)
+         AND NOT EXISTS (SELECT 1 FROM dead_letters dl WHERE dl.message_id = m.id)
+       LIMIT ${BATCH})`,
+    [before],
+  );
+}
+
+export async function pruneSamples(q: Queryable, before: number): Promise<number> {
+  return (
+    (await q.run('DELETE FROM delivery_stats WHERE bucket < $1', [before])) +
+    (await q.run('DELETE FROM queue_samples WHERE bucket < $1', [before]))
+  );
+}

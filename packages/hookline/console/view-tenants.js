@@ -1,0 +1,196 @@
+// Tenants & endpoints: GET /v1/admin/tenants on the left; the chosen tenant's endpoints with their
+// 24-hour success rate and backlog (GET /v1/admin/tenants/:id/endpoints) on the right.
+/* global window */
+import { api, query } from './api.js';
+import { $, alertBox, errorParts, fill, fmtNumber, fmtPercent, h, idText, pill } from './dom.js';
+
+const PAGE = 50;
+const state = { tenants: [], next: null, selected: null };
+let generation = 0;
+
+export function initTenants() {
+  $('#tn-refresh').addEventListener('click', () => void show(state.selected));
+  $('#tn-more').addEventListener('click', () => void loadTenants({ append: true }));
+}
+
+/** `tenantId` comes from the address (#/tenants/<id>); without one the first tenant is shown. */
+export function showTenants(_params, tenantId) {
+  void show(tenantId || null);
+}
+
+export function hideTenants() {}
+
+async function show(tenantId) {
+  state.selected = tenantId;
+  await loadTenants({ append: false });
+  if (!state.selected && state.tenants[0]) {
+    state.selected = state.tenants[0].id;
+    window.history.replaceState(null, '', `#/tenants/${encodeURIComponent(state.selected)}`);
+    renderTenants();
+  }
+  if (state.selected) await loadEndpoints(state.selected);
+  else renderNoTenant();
+}
+
+async function loadTenants({ append }) {
+  try {
+    const page = await api(`/v1/admin/tenants${query({ limit: PAGE, cursor: append ? state.next : null })}`);
+    state.tenants = append ? [...state.tenants, ...page.data] : page.data;
+    state.next = page.next_cursor;
+    alertBox($('#tn-alert'), null);
+  } catch (err) {
+    alertBox($('#tn-alert'), 'danger', 'Could not load tenants: ', ...errorParts(err));
+  }
+  renderTenants();
+}
+
+function countsText(e) {
+  const parts = [`${e.active} active`];
+  if (e.disabled) parts.push(`${e.disabled} disabled`);
+  if (e.deleted) parts.push(`${e.deleted} deleted`);
+  return parts.join(' · ');
+}
+
+function renderTenants() {
+  fill(
+    $('#tn-list'),
+    state.tenants.map((t) =>
+      h(
+        'li',
+        {},
+        h(
+          'a',
+          {
+            href: `#/tenants/${encodeURIComponent(t.id)}`,
+            class: t.id === state.selected ? 'active' : '',
+            'aria-current': t.id === state.selected ? 'true' : null,
+            dataset: { tenant: t.id },
+          },
+          h('span', { class: 'mono tenant-id' }, t.id),
+          h('span', { class: 'muted small' }, countsText(t.endpoints)),
+        ),
+      ),
+    ),
+  );
+  const empty = $('#tn-list-empty');
+  empty.hidden = state.tenants.length > 0;
+  fill(empty, 'No tenants yet. A tenant appears with its first key or event.');
+  $('#tn-more').hidden = !state.next;
+}
+
+function renderNoTenant() {
+  fill($('#tn-title'), 'Endpoints');
+  fill($('#tn-sub'), 'There are no tenants to show.');
+  $('#tn-table').hidden = true;
+  $('#tn-empty').hidden = true;
+}
+
+async function loadEndpoints(tenantId) {
+  const mine = ++generation;
+  fill($('#tn-title'), h('span', { class: 'mono' }, tenantId));
+  fill($('#tn-sub'), 'Loading endpoints…');
+  try {
+    const { data } = await api(`/v1/admin/tenants/${encodeURIComponent(tenantId)}/endpoints`);
+    if (mine !== generation) return;
+    renderEndpoints(tenantId, data);
+  } catch (err) {
+    if (mine !== generation) return;
+    fill($('#tn-sub'), '');
+    $('#tn-table').hidden = true;
+    $('#tn-empty').hidden = true;
+    alertBox($('#tn-alert'), 'danger', `Could not load the endpoints of ${tenantId}: `, ...errorParts(err));
+  }
+}
+
+function renderEndpoints(tenantId, endpoints) {
+  const active = endpoints.filter((e) => e.status === 'active').length;
+  const backlog = endpoints.reduce((sum, e) => sum + e.backlog, 0);
+  fill(
+    $('#tn-sub'),
+    endpoints.length === 0
+      ? 'No endpoints'
+      : `${endpoints.length} endpoint${endpoints.length === 1 ? '' : 's'}, ${active} active · ` +
+          `${fmtNumber(backlog)} deliver${backlog === 1 ? 'y' : 'ies'} waiting`,
+  );
+  $('#tn-table').hidden = endpoints.length === 0;
+  const empty = $('#tn-empty');
+  empty.hidden = endpoints.length > 0;
+  fill(
+    empty,
+    h('strong', {}, 'No endpoints'),
+    h('span', { class: 'muted' }, `${tenantId} has not registered any.`),
+  );
+  fill(
+    $('#tn-rows'),
+    endpoints.map((e) => endpointRow(tenantId, e)),
+  );
+}
+
+function endpointRow(tenantId, e) {
+  return h(
+    'tr',
+    { dataset: { endpoint: e.id }, class: e.status === 'deleted' ? 'dimmed' : '' },
+    h(
+      'td',
+      { class: 'endpoint-cell' },
+      h('div', { class: 'mono truncate url', title: e.url }, e.url),
+      h('div', { class: 'sub' }, idText(e.id), e.description ? ` · ${e.description}` : null),
+      eventChips(e.events),
+    ),
+    h(
+      'td',
+      {},
+      pill(e.status),
+      e.disabled_reason
+        ? h('div', { class: 'sub warn-text', title: e.disabled_reason }, e.disabled_reason)
+        : null,
+    ),
+    h(
+      'td',
+      { class: 'rate-cell' },
+      rate(e.health, `#/dead-letters${query({ tenant_id: tenantId, endpoint_id: e.id })}`),
+    ),
+    h('td', { class: `num backlog ${e.backlog > 0 ? 'strong' : 'muted'}` }, fmtNumber(e.backlog)),
+  );
+}
+
+function eventChips(events) {
+  const shown = events.slice(0, 3);
+  return h(
+    'div',
+    { class: 'chips', title: events.join(', ') },
+    shown.map((name) => h('span', { class: 'chip mono' }, name)),
+    events.length > shown.length
+      ? h('span', { class: 'chip more' }, `+${events.length - shown.length}`)
+      : null,
+  );
+}
+
+/** The success rate as a number and a bar coloured by how worrying it is; dead ones link to their list. */
+function rate(health, deadLink) {
+  if (health.success_rate === null) {
+    return h('span', { class: 'muted small', dataset: { rate: 'none' } }, 'no deliveries in 24 h');
+  }
+  const ratio = health.success_rate;
+  const tone = ratio >= 0.99 ? 'ok' : ratio >= 0.9 ? 'warn' : 'danger';
+  const fillBar = h('div', { class: `rate-fill series-${tone}` });
+  fillBar.style.width = `${Math.max(2, ratio * 100)}%`;
+  return h(
+    'div',
+    { class: 'rate', dataset: { rate: String(ratio) } },
+    h(
+      'div',
+      { class: 'rate-top' },
+      h('strong', { class: `tone-${tone}` }, fmtPercent(ratio)),
+      h('div', { class: 'rate-track' }, fillBar),
+    ),
+    h(
+      'div',
+      { class: 'sub' },
+      `${fmtNumber(health.succeeded)} ok · ${fmtNumber(health.failed - health.dead)} retried`,
+      health.dead
+        ? [' · ', h('a', { class: 'link', href: deadLink }, `${fmtNumber(health.dead)} dead →`)]
+        : null,
+    ),
+  );
+}

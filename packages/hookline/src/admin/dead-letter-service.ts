@@ -129,7 +129,7 @@ export async function replayDeadLetter(ctx: Context, id: string, actor: Actor) {
   return result;
 }
 
-export interface BulkReplayFilter extends DeadLetterFilter {}
+export type BulkReplayFilter = DeadLetterFilter;
 
 export interface BulkReplayResult {
   count: number;

@@ -24,7 +24,9 @@ describe.runIf(STORE_KINDS.includes('postgres'))('scale-out on PostgreSQL', () =
       HOOKLINE_MAX_RETRIES: '20',
       HOOKLINE_LOG_LEVEL: 'info',
     });
-    const tenantKey = (await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)).stdout.trim();
+    const tenantKey = (
+      await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)
+    ).stdout.trim();
     const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
 
     const receivers: Receiver[] = [];
@@ -60,7 +62,10 @@ describe.runIf(STORE_KINDS.includes('postgres'))('scale-out on PostgreSQL', () =
     const emitOne = async (): Promise<void> => {
       while (next < EVENTS) {
         const i = next++;
-        ids.push((await post('/v1/events', producerKey, { tenant_id: 'acme', type: 'user.updated', data: { i } })).id);
+        ids.push(
+          (await post('/v1/events', producerKey, { tenant_id: 'acme', type: 'user.updated', data: { i } }))
+            .id,
+        );
       }
     };
     const emitting = Promise.all(Array.from({ length: 16 }, emitOne));
@@ -74,7 +79,9 @@ describe.runIf(STORE_KINDS.includes('postgres'))('scale-out on PostgreSQL', () =
     const db = database.open();
     cleanup.push(() => db.close());
     await eventually(async () => {
-      const row = await db.one<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries WHERE status <> 'succeeded'`);
+      const row = await db.one<{ n: number }>(
+        `SELECT COUNT(*) AS n FROM deliveries WHERE status <> 'succeeded'`,
+      );
       const total = await db.one<{ n: number }>('SELECT COUNT(*) AS n FROM deliveries');
       return Number(row?.n) === 0 && Number(total?.n) === EVENTS * SUBSCRIBERS;
     }, 120_000);
@@ -95,7 +102,9 @@ describe.runIf(STORE_KINDS.includes('postgres'))('scale-out on PostgreSQL', () =
     }
     // Only what the killed worker had in flight (at most its concurrency) is sent twice.
     expect(duplicates).toBeLessThanOrEqual(64);
-    const delivering = await db.one<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries WHERE status = 'delivering'`);
+    const delivering = await db.one<{ n: number }>(
+      `SELECT COUNT(*) AS n FROM deliveries WHERE status = 'delivering'`,
+    );
     expect(Number(delivering?.n)).toBe(0);
   }, 180_000);
 });

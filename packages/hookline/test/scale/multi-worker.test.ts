@@ -43,53 +43,74 @@ describe.each(STORE_KINDS)('several workers on one %s database', (kind) => {
     return { database, config, api, context };
   }
 
-  it.runIf(scaleOut)('two workers deliver every message exactly once when nothing crashes', async () => {
-    const { api, context } = await setup({ HOOKLINE_WORKER_CONCURRENCY: '16' });
-    const receivers = await Promise.all([startReceiver(), startReceiver()]);
-    cleanup.push(() => Promise.all(receivers.map((r) => r.close())));
-    for (const r of receivers) await createEndpoint(api, 'acme', { url: r.url, events: ['*'] });
-    const workers = [new DeliveryWorker(await context(), { pollIntervalMs: 20 }), new DeliveryWorker(await context(), { pollIntervalMs: 20 })];
-    for (const w of workers) {
-      await w.start();
-      cleanup.push(() => w.stop(1000));
-    }
-    const emitter = new Emitter(api);
-    const ids: string[] = [];
-    for (let i = 0; i < 300; i++) ids.push((await emitter.emit({ tenantId: 'acme', type: 'user.updated', data: { i } })).id);
-    for (const r of receivers) await r.waitFor(300, 60_000);
-    await eventually(async () => {
-      const row = await api.db.one<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries WHERE status <> 'succeeded'`);
-      return Number(row?.n) === 0;
-    });
-    for (const r of receivers) {
-      const hookIds = r.requests.map((q) => q.headers['hook-id']);
-      expect(hookIds).toHaveLength(300);
-      expect(new Set(hookIds).size).toBe(300);
-      expect([...new Set(hookIds)].sort()).toEqual([...ids].sort());
-    }
-  }, 90_000);
+  it.runIf(scaleOut)(
+    'two workers deliver every message exactly once when nothing crashes',
+    async () => {
+      const { api, context } = await setup({ HOOKLINE_WORKER_CONCURRENCY: '16' });
+      const receivers = await Promise.all([startReceiver(), startReceiver()]);
+      cleanup.push(() => Promise.all(receivers.map((r) => r.close())));
+      for (const r of receivers) await createEndpoint(api, 'acme', { url: r.url, events: ['*'] });
+      const workers = [
+        new DeliveryWorker(await context(), { pollIntervalMs: 20 }),
+        new DeliveryWorker(await context(), { pollIntervalMs: 20 }),
+      ];
+      for (const w of workers) {
+        await w.start();
+        cleanup.push(() => w.stop(1000));
+      }
+      const emitter = new Emitter(api);
+      const ids: string[] = [];
+      for (let i = 0; i < 300; i++)
+        ids.push((await emitter.emit({ tenantId: 'acme', type: 'user.updated', data: { i } })).id);
+      for (const r of receivers) await r.waitFor(300, 60_000);
+      await eventually(async () => {
+        const row = await api.db.one<{ n: number }>(
+          `SELECT COUNT(*) AS n FROM deliveries WHERE status <> 'succeeded'`,
+        );
+        return Number(row?.n) === 0;
+      });
+      for (const r of receivers) {
+        const hookIds = r.requests.map((q) => q.headers['hook-id']);
+        expect(hookIds).toHaveLength(300);
+        expect(new Set(hookIds).size).toBe(300);
+        expect([...new Set(hookIds)].sort()).toEqual([...ids].sort());
+      }
+    },
+    90_000,
+  );
 
-  it.runIf(scaleOut)('concurrent claims never hand out the same delivery twice', async () => {
-    const { api, context } = await setup();
-    await createEndpoint(api, 'acme', { url: 'http://127.0.0.1:9/x', events: ['*'] });
-    const emitter = new Emitter(api);
-    for (let i = 0; i < 200; i++) await emitter.emit({ tenantId: 'acme', type: 'user.updated', data: { i } });
-    while ((await fanOutBatch(api)).messages > 0);
-    const claimers = await Promise.all([context(), context(), context()]);
-    const claimed: string[] = [];
-    await Promise.all(
-      claimers.map(async (ctx) => {
-        for (;;) {
-          const now = Date.now();
-          const batch = await claimDue(ctx.db, { now, leaseUntil: now + 60_000, limit: 16, perEndpoint: 1000, excludeEndpoints: [] });
-          if (batch.length === 0) return;
-          claimed.push(...batch.map((d) => d.id));
-        }
-      }),
-    );
-    expect(claimed).toHaveLength(200);
-    expect(new Set(claimed).size).toBe(200);
-  }, 60_000);
+  it.runIf(scaleOut)(
+    'concurrent claims never hand out the same delivery twice',
+    async () => {
+      const { api, context } = await setup();
+      await createEndpoint(api, 'acme', { url: 'http://127.0.0.1:9/x', events: ['*'] });
+      const emitter = new Emitter(api);
+      for (let i = 0; i < 200; i++)
+        await emitter.emit({ tenantId: 'acme', type: 'user.updated', data: { i } });
+      while ((await fanOutBatch(api)).messages > 0);
+      const claimers = await Promise.all([context(), context(), context()]);
+      const claimed: string[] = [];
+      await Promise.all(
+        claimers.map(async (ctx) => {
+          for (;;) {
+            const now = Date.now();
+            const batch = await claimDue(ctx.db, {
+              now,
+              leaseUntil: now + 60_000,
+              limit: 16,
+              perEndpoint: 1000,
+              excludeEndpoints: [],
+            });
+            if (batch.length === 0) return;
+            claimed.push(...batch.map((d) => d.id));
+          }
+        }),
+      );
+      expect(claimed).toHaveLength(200);
+      expect(new Set(claimed).size).toBe(200);
+    },
+    60_000,
+  );
 
   it('a worker whose lease expired cannot record an outcome over a newer attempt', async () => {
     const { api } = await setup();
@@ -97,32 +118,54 @@ describe.each(STORE_KINDS)('several workers on one %s database', (kind) => {
     await new Emitter(api).emit({ tenantId: 'acme', type: 'user.updated', data: {} });
     await fanOutBatch(api);
     const t0 = Date.now();
-    const [stale] = await claimDue(api.db, { now: t0, leaseUntil: t0 + 10, limit: 1, perEndpoint: 1, excludeEndpoints: [] });
+    const [stale] = await claimDue(api.db, {
+      now: t0,
+      leaseUntil: t0 + 10,
+      limit: 1,
+      perEndpoint: 1,
+      excludeEndpoints: [],
+    });
     expect(stale?.attempts).toBe(1);
     expect(await releaseExpiredLeases(api.db, t0 + 1000)).toBe(1);
-    const [fresh] = await claimDue(api.db, { now: t0 + 1000, leaseUntil: t0 + 60_000, limit: 1, perEndpoint: 1, excludeEndpoints: [] });
+    const [fresh] = await claimDue(api.db, {
+      now: t0 + 1000,
+      leaseUntil: t0 + 60_000,
+      limit: 1,
+      perEndpoint: 1,
+      excludeEndpoints: [],
+    });
     expect(fresh?.id).toBe(stale?.id);
     expect(fresh?.attempts).toBe(2);
     // The stale worker finishes late: its write is fenced off.
-    expect(await markSucceeded(api.db, [{ id: stale?.id ?? '', attempt: 1, status: 200 }], t0 + 2000)).toBe(0);
-    const row = await api.db.one<{ status: string; attempts: number }>('SELECT status, attempts FROM deliveries');
+    expect(await markSucceeded(api.db, [{ id: stale?.id ?? '', attempt: 1, status: 200 }], t0 + 2000)).toBe(
+      0,
+    );
+    const row = await api.db.one<{ status: string; attempts: number }>(
+      'SELECT status, attempts FROM deliveries',
+    );
     expect(row).toEqual({ status: 'delivering', attempts: 2 });
-    expect(await markSucceeded(api.db, [{ id: fresh?.id ?? '', attempt: 2, status: 200 }], t0 + 2000)).toBe(1);
+    expect(await markSucceeded(api.db, [{ id: fresh?.id ?? '', attempt: 2, status: 200 }], t0 + 2000)).toBe(
+      1,
+    );
   });
 
-  it.runIf(scaleOut)('an emit in one process wakes an idle worker in another (LISTEN/NOTIFY)', async () => {
-    const { api, context } = await setup();
-    const receiver = await startReceiver();
-    cleanup.push(() => receiver.close());
-    await createEndpoint(api, 'acme', { url: receiver.url, events: ['*'] });
-    // Polling alone would take a minute: only the notification can deliver within the wait below.
-    const worker = new DeliveryWorker(await context(), { pollIntervalMs: 60_000, reapIntervalMs: 60_000 });
-    await worker.start();
-    cleanup.push(() => worker.stop(1000));
-    await new Promise((r) => setTimeout(r, 200));
-    await new Emitter(api).emit({ tenantId: 'acme', type: 'user.updated', data: {} });
-    await receiver.waitFor(1, 10_000);
-  }, 30_000);
+  it.runIf(scaleOut)(
+    'an emit in one process wakes an idle worker in another (LISTEN/NOTIFY)',
+    async () => {
+      const { api, context } = await setup();
+      const receiver = await startReceiver();
+      cleanup.push(() => receiver.close());
+      await createEndpoint(api, 'acme', { url: receiver.url, events: ['*'] });
+      // Polling alone would take a minute: only the notification can deliver within the wait below.
+      const worker = new DeliveryWorker(await context(), { pollIntervalMs: 60_000, reapIntervalMs: 60_000 });
+      await worker.start();
+      cleanup.push(() => worker.stop(1000));
+      await new Promise((r) => setTimeout(r, 200));
+      await new Emitter(api).emit({ tenantId: 'acme', type: 'user.updated', data: {} });
+      await receiver.waitFor(1, 10_000);
+    },
+    30_000,
+  );
 
   it('migrations are safe when several processes start at once', async () => {
     const database = await createTestDatabase(kind);

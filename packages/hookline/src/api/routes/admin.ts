@@ -21,7 +21,6 @@ import { ensureTenant } from '../../store/tenants.js';
 import { principalOf } from '../auth.js';
 import { IdParam, authErrors, emptyBodyAsObject, page } from '../schemas/common.js';
 import {
-  ApiKey,
   AuditEntry,
   BulkReplayBody,
   BulkReplayResult,

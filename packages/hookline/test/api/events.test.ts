@@ -4,6 +4,7 @@ import { messageAad } from '../../src/events/emit.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
 import { MESSAGE_ID_SHAPE, expectError, manualClock, rawRequest, type ManualClock } from './support.js';
+import { SPEC_EVENTS as EVENT_TYPES } from '../helpers/spec-catalogue.js';
 
 interface MessageRow {
   id: string;
@@ -12,35 +13,6 @@ interface MessageRow {
   payload: Buffer;
   idempotency_key: string | null;
 }
-
-const EVENT_TYPES = [
-  'user.created',
-  'user.updated',
-  'user.deleted',
-  'user.restored',
-  'user.banned',
-  'user.unbanned',
-  'user.deactivated',
-  'organization.created',
-  'organization.updated',
-  'organization.deleted',
-  'organization.restored',
-  'organization.auth_policy.updated',
-  'organization.delivery_channels.updated',
-  'organization.social_providers.updated',
-  'organization.outbound_saml_app.created',
-  'organization.outbound_saml_app.deleted',
-  'organization.scim_target.created',
-  'organization.scim_target.deleted',
-  'organizationMembership.created',
-  'organizationMembership.updated',
-  'organizationMembership.deleted',
-  'organizationMembership.restored',
-  'organizationInvitation.created',
-  'organizationInvitation.accepted',
-  'organizationInvitation.revoked',
-  'connection.saml_certificate_renewed',
-];
 
 describe.each(STORE_KINDS)('POST /v1/events on %s', (kind) => {
   let t: TestService;

@@ -4,35 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
 import { createEndpoint, expectEndpoint, expectError } from './support.js';
-
-const ALL_EVENT_NAMES = [
-  'user.created',
-  'user.updated',
-  'user.deleted',
-  'user.restored',
-  'user.banned',
-  'user.unbanned',
-  'user.deactivated',
-  'organization.created',
-  'organization.updated',
-  'organization.deleted',
-  'organization.restored',
-  'organization.auth_policy.updated',
-  'organization.delivery_channels.updated',
-  'organization.social_providers.updated',
-  'organization.outbound_saml_app.created',
-  'organization.outbound_saml_app.deleted',
-  'organization.scim_target.created',
-  'organization.scim_target.deleted',
-  'organizationMembership.created',
-  'organizationMembership.updated',
-  'organizationMembership.deleted',
-  'organizationMembership.restored',
-  'organizationInvitation.created',
-  'organizationInvitation.accepted',
-  'organizationInvitation.revoked',
-  'connection.saml_certificate_renewed',
-];
+import { SPEC_EVENTS as ALL_EVENT_NAMES } from '../helpers/spec-catalogue.js';
 
 const INVALID_FILTERS = [
   'organizationInvitation.*',

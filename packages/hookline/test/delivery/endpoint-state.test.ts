@@ -110,7 +110,7 @@ describe.each(STORE_KINDS)('endpoint state and deliveries on %s', (kind) => {
     const endpoint = await createEndpoint(t, r.url, ['*']);
     const first = await emit(t, 'user.updated', { n: 1 });
     await r.waitFor(1);
-    await t.call('DELETE', `/v1/webhooks/${endpoint.id}`, t.keys.tenant);
+    expect((await t.call('DELETE', `/v1/webhooks/${endpoint.id}`, t.keys.tenant)).statusCode).toBe(200);
     const restored = await t.call('POST', `/v1/webhooks/${endpoint.id}/restore`, t.keys.tenant);
     expect(restored.statusCode).toBe(200);
     const second = await emit(t, 'user.updated', { n: 2 });

@@ -4,6 +4,9 @@ import pg from 'pg';
 import type { Db, Queryable, SqlValue } from '../db.js';
 
 const INT8_OID = 20;
+/** deadlock_detected and serialization_failure: the transaction lost a race and may be run again. */
+const RETRYABLE = new Set(['40P01', '40001']);
+const MAX_TRANSACTION_ATTEMPTS = 3;
 
 function parseInt8(value: string): number {
   return Number(value);
@@ -63,18 +66,27 @@ export class PgDb implements Db {
     return this.q.run(sql, params);
   }
 
+  /**
+   * Runs `fn` in a transaction. Transactions that lock the same rows in different orders (deleting an
+   * endpoint while a worker records outcomes of its deliveries) can deadlock; PostgreSQL then aborts
+   * one of them, and that one is simply run again. `fn` must therefore touch only the database.
+   */
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const result = await fn(queryable(client));
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await fn(queryable(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        if (attempt >= MAX_TRANSACTION_ATTEMPTS || !RETRYABLE.has((err as { code?: string }).code ?? ''))
+          throw err;
+      } finally {
+        client.release();
+      }
+      await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
     }
   }
 

@@ -59,12 +59,10 @@ export class SqliteDb implements Db {
     };
   }
 
-  private async whenUnlocked(): Promise<void> {
-    while (this.locked) await this.lock;
-  }
-
+  // Each wait re-checks the lock when it resumes and then acts without yielding: another
+  // transaction may have started in between, and a statement must never run inside it.
   async all<T>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
-    if (this.locked) await this.whenUnlocked();
+    while (this.locked) await this.lock;
     return this.exec<T>(sql, params, 'all') as T[];
   }
 
@@ -73,12 +71,12 @@ export class SqliteDb implements Db {
   }
 
   async run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
-    if (this.locked) await this.whenUnlocked();
+    while (this.locked) await this.lock;
     return this.exec(sql, params, 'run') as number;
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    await this.whenUnlocked();
+    while (this.locked) await this.lock;
     let release!: () => void;
     this.locked = true;
     this.lock = new Promise<void>((resolve) => (release = resolve));
@@ -105,7 +103,7 @@ export class SqliteDb implements Db {
   }
 
   async close(): Promise<void> {
-    await this.whenUnlocked();
+    while (this.locked) await this.lock;
     if (this.conn.open) this.conn.close();
   }
 }

@@ -34,19 +34,18 @@ describe('SqliteDb', () => {
     expect((await db.one<{ c: number }>('SELECT COUNT(*) AS c FROM t'))?.c).toBe(50);
   });
 
-  it('keeps a statement issued during a transaction out of it', async () => {
-    let inside!: () => void;
-    const started = new Promise<void>((r) => (inside = r));
-    const failing = db.transaction(async (tx) => {
+  it('keeps a statement waiting on one transaction out of the next one', async () => {
+    const first = db.transaction(async () => tick(10));
+    // Queued behind `first`: a transaction that writes and rolls back, and a plain read. When
+    // `first` ends the rolled-back write must not be visible to the read.
+    const second = db.transaction(async (tx) => {
       await tx.run('INSERT INTO t (n) VALUES (1)');
-      inside();
-      await tick(20);
+      await tick(10);
       throw new Error('roll back');
     });
-    await started;
-    // Issued while the transaction is open: it must wait, and then not see the rolled-back row.
     const count = db.one<{ c: number }>('SELECT COUNT(*) AS c FROM t');
-    await expect(failing).rejects.toThrow('roll back');
+    await first;
+    await expect(second).rejects.toThrow('roll back');
     expect((await count)?.c).toBe(0);
   });
 

@@ -38,7 +38,8 @@ export interface RunningProcess {
 /** Starts `serve` or `worker` and resolves once it logs its listening address. */
 export async function startProcess(args: string[], env: Record<string, string>): Promise<RunningProcess> {
   const child = spawn(process.execPath, [BIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOOKLINE_LOG_LEVEL: 'info', ...env },
+    // Info level at least: the listening address is read from the log.
+    env: { PATH: process.env.PATH ?? '', ...env, HOOKLINE_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -23,6 +23,8 @@ export interface Config {
   readonly workerAdminPort: number;
   /** Finished deliveries, their messages and statistics are deleted after this many days. */
   readonly retentionDays: number;
+  /** Requests per second one tenant key may make (bursts of twice that); 0 turns the limit off. */
+  readonly tenantRateLimit: number;
 }
 
 export class ConfigError extends Error {
@@ -53,6 +55,7 @@ export const DEFAULTS = {
   endpointConcurrency: 4,
   workerAdminPort: 8081,
   retentionDays: 30,
+  tenantRateLimit: 20,
 } as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -152,5 +155,6 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     workerAdminPort: readInt(env, 'HOOKLINE_WORKER_ADMIN_PORT', DEFAULTS.workerAdminPort, 0, 65_535),
     retentionDays: readInt(env, 'HOOKLINE_RETENTION_DAYS', DEFAULTS.retentionDays, 1, 36_500),
+    tenantRateLimit: readInt(env, 'HOOKLINE_TENANT_RATE_LIMIT', DEFAULTS.tenantRateLimit, 0, 100_000),
   });
 }

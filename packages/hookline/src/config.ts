@@ -9,6 +9,8 @@ export interface Config {
   readonly host: string;
   /** base64 of 32 bytes, or null when it must be generated on first start (SQLite only). */
   readonly encryptionKey: string | null;
+  /** Earlier keys (base64), still accepted for reading rows written before a key rotation. */
+  readonly previousEncryptionKeys: readonly string[];
   readonly maxRetries: number;
   readonly retryBaseMs: number;
   readonly retryMaxMs: number;
@@ -120,6 +122,11 @@ export function loadConfig(env: Env = process.env): Config {
       'is required with PostgreSQL: every process must share one key (generate one with: openssl rand -base64 32)',
     );
   }
+  const previousEncryptionKeys = (env.HOOKLINE_PREVIOUS_ENCRYPTION_KEYS ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k !== '')
+    .map((k) => validateEncryptionKey(k, 'HOOKLINE_PREVIOUS_ENCRYPTION_KEYS'));
   const retryBaseMs = readInt(env, 'HOOKLINE_RETRY_BASE_MS', DEFAULTS.retryBaseMs, 1, 86_400_000);
   const retryMaxMs = readInt(env, 'HOOKLINE_RETRY_MAX_MS', DEFAULTS.retryMaxMs, 1, 7 * 86_400_000);
   if (retryMaxMs < retryBaseMs) {
@@ -139,6 +146,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: readInt(env, 'HOOKLINE_PORT', DEFAULTS.port, 0, 65_535),
     host,
     encryptionKey,
+    previousEncryptionKeys,
     maxRetries: readInt(env, 'HOOKLINE_MAX_RETRIES', DEFAULTS.maxRetries, 0, 100),
     retryBaseMs,
     retryMaxMs,

@@ -50,7 +50,10 @@ export async function createContext(config: Config, options: ContextOptions = {}
   return {
     config,
     db,
-    envelope: new Envelope(encryptionKeyFromBase64(keyBase64)),
+    envelope: new Envelope(
+      encryptionKeyFromBase64(keyBase64),
+      config.previousEncryptionKeys.map(encryptionKeyFromBase64),
+    ),
     logger,
     clock,
     signal: await WorkSignal.create(db, logger),

@@ -29,6 +29,13 @@ describe('loadConfig', () => {
     expect(total).toBeGreaterThan(24 * 60 * 60 * 1000);
   });
 
+  it('reads earlier encryption keys for rows written before a rotation', () => {
+    const old = Buffer.alloc(32, 9).toString('base64');
+    expect(
+      loadConfig({ HOOKLINE_PREVIOUS_ENCRYPTION_KEYS: ` ${KEY}, ${old} ` }).previousEncryptionKeys,
+    ).toEqual([KEY, old]);
+  });
+
   it('reads every variable', () => {
     const config = loadConfig({
       HOOKLINE_DATABASE_URL: 'postgres://u@db:5432/hookline',
@@ -71,6 +78,7 @@ describe('loadConfig', () => {
     [{ HOOKLINE_ENCRYPTION_KEY: 'c2hvcnQ=' }, 'HOOKLINE_ENCRYPTION_KEY'],
     [{ HOOKLINE_ENCRYPTION_KEY: 'not base64 at all!' }, 'HOOKLINE_ENCRYPTION_KEY'],
     [{ HOOKLINE_DATABASE_URL: 'postgres://u@db/x' }, 'HOOKLINE_ENCRYPTION_KEY'],
+    [{ HOOKLINE_PREVIOUS_ENCRYPTION_KEYS: `${KEY},short` }, 'HOOKLINE_PREVIOUS_ENCRYPTION_KEYS'],
   ])('rejects %o naming %s', (env, variable) => {
     expect(() => loadConfig(env)).toThrowError(ConfigError);
     try {

@@ -265,21 +265,32 @@ export class DeliveryWorker {
       attempt: delivery.attempts,
     });
     const maxAttempts = 1 + this.ctx.config.maxRetries;
-    if (!endpoint || body === undefined) {
+    const now = this.ctx.clock();
+    let secrets: string[] | null = null;
+    try {
+      secrets = endpoint ? signingSecrets(this.ctx.envelope, endpoint, now) : null;
+    } catch (err) {
+      log.error({ err }, 'signing secret cannot be decrypted');
+    }
+    if (!endpoint || body === undefined || secrets === null) {
       // Counted as a failed attempt, so it ends (dead, without a record of a body it cannot read)
-      // instead of being claimed again every lease period.
-      log.error('claimed delivery has no readable endpoint or message');
-      const error = endpoint ? 'stored message cannot be decrypted' : 'endpoint not found';
+      // instead of being claimed again every lease period. The usual cause is a wrong
+      // HOOKLINE_ENCRYPTION_KEY (or a missing HOOKLINE_PREVIOUS_ENCRYPTION_KEYS after a rotation).
+      const error = !endpoint
+        ? 'endpoint not found'
+        : body === undefined
+          ? 'stored message cannot be decrypted'
+          : 'signing secret cannot be decrypted';
+      log.error(`attempt impossible: ${error}`);
       const failure = { ok: false, status: null, error, retryAfterMs: null, durationMs: 0 };
-      await this.outcomes.push(this.judge(delivery, failure, {}, null, maxAttempts, this.ctx.clock()));
+      await this.outcomes.push(this.judge(delivery, failure, {}, body ?? null, maxAttempts, now));
       return;
     }
-    const now = this.ctx.clock();
     const headers = deliveryHeaders({
       hookId: delivery.message_id,
       eventType: delivery.event_type,
       body,
-      secrets: signingSecrets(this.ctx.envelope, endpoint, now),
+      secrets,
       nowMs: now,
     });
     // Attempts past the limit come from leases that expired (a worker died mid-attempt): give up

@@ -7,51 +7,15 @@ import {
   isWildcard,
   matchesEventFilter,
 } from '../../src/catalogue/index.js';
+import {
+  MEMBERSHIP_EVENTS,
+  ORGANIZATION_EVENTS,
+  SPEC_EVENTS as ALL_EVENTS,
+  USER_EVENTS,
+} from '../helpers/spec-catalogue.js';
 
 // Expected members of each wildcard, listed by hand from spec §6 rather than derived by prefix,
 // so the test does not share the implementation's logic.
-const USER_EVENTS = [
-  'user.created',
-  'user.updated',
-  'user.deleted',
-  'user.restored',
-  'user.banned',
-  'user.unbanned',
-  'user.deactivated',
-];
-const ORGANIZATION_EVENTS = [
-  'organization.created',
-  'organization.updated',
-  'organization.deleted',
-  'organization.restored',
-  'organization.auth_policy.updated',
-  'organization.delivery_channels.updated',
-  'organization.social_providers.updated',
-  'organization.outbound_saml_app.created',
-  'organization.outbound_saml_app.deleted',
-  'organization.scim_target.created',
-  'organization.scim_target.deleted',
-];
-const MEMBERSHIP_EVENTS = [
-  'organizationMembership.created',
-  'organizationMembership.updated',
-  'organizationMembership.deleted',
-  'organizationMembership.restored',
-];
-const INVITATION_EVENTS = [
-  'organizationInvitation.created',
-  'organizationInvitation.accepted',
-  'organizationInvitation.revoked',
-];
-const CONNECTION_EVENTS = ['connection.saml_certificate_renewed'];
-const ALL_EVENTS = [
-  ...USER_EVENTS,
-  ...ORGANIZATION_EVENTS,
-  ...MEMBERSHIP_EVENTS,
-  ...INVITATION_EVENTS,
-  ...CONNECTION_EVENTS,
-];
-
 const EXPECTED_MEMBERS: Record<string, readonly string[]> = {
   'user.*': USER_EVENTS,
   'organization.*': ORGANIZATION_EVENTS,

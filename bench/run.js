@@ -24,6 +24,7 @@ import { PgDb } from '../packages/hookline/dist/store/postgres/pg-db.js';
 const PG_URL = process.env.HOOKLINE_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const EMITS = Number(process.env.BENCH_EMITS ?? 400);
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 3000);
+const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 20000);
 
 async function receiver(mode) {
   let count = 0;
@@ -210,6 +211,7 @@ for (const kind of kinds) {
   const alone = await deliveryRate(kind, false);
   const beside = await deliveryRate(kind, true);
   const wide = await deliveryRate(kind, false, 10);
+  const behind = await deliveryRate(kind, true, 1, BACKLOG);
   rows.push([kind, 'deliveries/s to 1 fast subscriber', fmt(alone.rate, 0), '1.00']);
   rows.push([
     kind,
@@ -218,6 +220,12 @@ for (const kind of kinds) {
     fmt(beside.rate / alone.rate, 2),
   ]);
   rows.push([kind, 'deliveries/s to 10 fast subscribers', fmt(wide.rate, 0), fmt(wide.rate / alone.rate, 2)]);
+  rows.push([
+    kind,
+    `deliveries/s beside a hanging endpoint with ${BACKLOG} queued`,
+    fmt(behind.rate, 0),
+    fmt(behind.rate / alone.rate, 2),
+  ]);
   rows.push([kind, 'heap retained KiB per 1,000 deliveries', fmt(alone.heapPer1000 / 1024, 0), '-']);
 }
 

@@ -25,6 +25,8 @@ export interface Config {
   readonly workerAdminPort: number;
   /** Finished deliveries, their messages and statistics are deleted after this many days. */
   readonly retentionDays: number;
+  /** An endpoint failing without a success for this long has its circuit opened (deliveries parked). */
+  readonly circuitBreakAfterMs: number;
   /** Requests per second one tenant key may make (bursts of twice that); 0 turns the limit off. */
   readonly tenantRateLimit: number;
 }
@@ -58,6 +60,7 @@ export const DEFAULTS = {
   workerAdminPort: 8081,
   retentionDays: 30,
   tenantRateLimit: 20,
+  circuitBreakAfterMs: 60_000,
 } as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -163,6 +166,13 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     workerAdminPort: readInt(env, 'HOOKLINE_WORKER_ADMIN_PORT', DEFAULTS.workerAdminPort, 0, 65_535),
     retentionDays: readInt(env, 'HOOKLINE_RETENTION_DAYS', DEFAULTS.retentionDays, 1, 36_500),
+    circuitBreakAfterMs: readInt(
+      env,
+      'HOOKLINE_CIRCUIT_BREAK_AFTER_MS',
+      DEFAULTS.circuitBreakAfterMs,
+      100,
+      86_400_000,
+    ),
     tenantRateLimit: readInt(env, 'HOOKLINE_TENANT_RATE_LIMIT', DEFAULTS.tenantRateLimit, 0, 100_000),
   });
 }

@@ -20,13 +20,17 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
     const messages = await claimForFanout(tx, limit);
     if (messages.length === 0) return { messages: 0, deliveries: 0 };
     const now = ctx.clock();
-    const endpointsByTenant = new Map<string, { id: string; filters: string[] }[]>();
+    const endpointsByTenant = new Map<string, { id: string; filters: string[]; circuitOpen: boolean }[]>();
     const rows: NewDelivery[] = [];
     for (const message of messages) {
       let endpoints = endpointsByTenant.get(message.tenant_id);
       if (!endpoints) {
         const active = await listActiveEndpoints(tx, message.tenant_id);
-        endpoints = active.map((e) => ({ id: e.id, filters: JSON.parse(e.events) as string[] }));
+        endpoints = active.map((e) => ({
+          id: e.id,
+          filters: JSON.parse(e.events) as string[],
+          circuitOpen: e.circuit_open_until !== null,
+        }));
         endpointsByTenant.set(message.tenant_id, endpoints);
       }
       for (const endpoint of endpoints) {
@@ -40,6 +44,8 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
           next_attempt_at: now,
           replay_of: null,
           first_headers: null,
+          // Behind an open circuit a new delivery waits with the endpoint's backlog.
+          status: endpoint.circuitOpen ? 'parked' : 'pending',
         });
       }
     }

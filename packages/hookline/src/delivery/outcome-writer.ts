@@ -5,6 +5,7 @@ import { insertDeadLetter, recordReplayDeath } from '../store/dead-letters.js';
 import { markDead, markForRetry, markSucceeded, type ClaimedDelivery } from '../store/deliveries.js';
 import { BUCKET_MS, addStats, type StatsIncrement } from '../store/delivery-stats.js';
 import { disableEndpoint, markEndpointFailing, markEndpointsHealthy } from '../store/endpoints.js';
+import { afterFailure, afterSuccess } from './circuit-breaker.js';
 
 /** An endpoint with no successful delivery for this long is disabled. */
 export const DISABLE_FAILING_ENDPOINT_AFTER_MS = 5 * 24 * 60 * 60 * 1000;
@@ -143,7 +144,11 @@ export class OutcomeWriter {
         successes.push(o);
       }
       written.push(...successes);
-      await markEndpointsHealthy(tx, [...new Set(successes.map((o) => o.delivery.endpoint_id))]);
+      const healthy = [...new Set(successes.map((o) => o.delivery.endpoint_id))];
+      await markEndpointsHealthy(tx, healthy);
+      for (const id of await afterSuccess(tx, healthy, now)) {
+        this.ctx.logger.info({ endpoint_id: id }, 'endpoint answered again; circuit closed');
+      }
 
       for (const o of batch) {
         if (o.kind === 'succeeded') continue;
@@ -181,20 +186,19 @@ export class OutcomeWriter {
           count(o.delivery, 'dead');
         }
         written.push(o);
-        if (o.gone) {
-          if (await disableEndpoint(tx, o.delivery.endpoint_id, 'the endpoint answered 410 Gone', now)) {
-            this.ctx.logger.warn(
-              { endpoint_id: o.delivery.endpoint_id },
-              'endpoint answered 410 Gone; disabled',
-            );
-          }
+        const endpointId = o.delivery.endpoint_id;
+        if (o.gone && (await disableEndpoint(tx, endpointId, 'the endpoint answered 410 Gone', now))) {
+          this.ctx.logger.warn({ endpoint_id: endpointId }, 'endpoint answered 410 Gone; disabled');
         } else if (
-          await markEndpointFailing(tx, o.delivery.endpoint_id, now, DISABLE_FAILING_ENDPOINT_AFTER_MS)
+          !o.gone &&
+          (await markEndpointFailing(tx, endpointId, now, DISABLE_FAILING_ENDPOINT_AFTER_MS))
         ) {
-          this.ctx.logger.warn(
-            { endpoint_id: o.delivery.endpoint_id },
-            'endpoint failing for days; disabled',
-          );
+          this.ctx.logger.warn({ endpoint_id: endpointId }, 'endpoint failing for days; disabled');
+        }
+        // Parks what waits for a disabled endpoint (this failure's retry included), or opens the
+        // circuit of one that has been failing for long.
+        if ((await afterFailure(tx, endpointId, now, this.ctx.config.circuitBreakAfterMs)) === 'opened') {
+          this.ctx.logger.warn({ endpoint_id: endpointId }, 'endpoint keeps failing; circuit opened');
         }
       }
       await addStats(tx, stats.values());

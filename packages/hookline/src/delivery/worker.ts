@@ -16,6 +16,7 @@ import { getEndpointsForDelivery, type EndpointForDelivery } from '../store/endp
 import { getPayloads } from '../store/messages.js';
 import { retryDelay } from './backoff.js';
 import { deadLetterAad } from './dead-letter-codec.js';
+import { probeOpenCircuits } from './circuit-breaker.js';
 import { fanOutBatch } from './fanout.js';
 import { OutcomeWriter, type Outcome } from './outcome-writer.js';
 import { Sender, type SendResult } from './sender.js';
@@ -141,6 +142,10 @@ export class DeliveryWorker {
         const released = await releaseExpiredLeases(this.ctx.db, this.ctx.clock());
         if (released > 0) {
           this.ctx.logger.warn({ released }, 'released deliveries whose worker lease expired');
+          this.deliveryWake.fire();
+        }
+        const { endpointConcurrency, deliveryTimeoutMs } = this.ctx.config;
+        if ((await probeOpenCircuits(this.ctx, endpointConcurrency, leaseMs(deliveryTimeoutMs))) > 0) {
           this.deliveryWake.fire();
         }
       } catch (err) {

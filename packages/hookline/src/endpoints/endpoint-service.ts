@@ -6,6 +6,7 @@ import type { Context } from '../context.js';
 import { HooklineError, notFound } from '../errors.js';
 import { isId, newId } from '../ids.js';
 import { checkEndpointUrl } from '../net/index.js';
+import { releaseEndpoint } from '../delivery/circuit-breaker.js';
 import { cancelPendingForEndpoint } from '../store/deliveries.js';
 import {
   getEndpoint,
@@ -121,6 +122,7 @@ export async function createEndpoint(
     previous_secret: null,
     previous_secret_expires_at: null,
     failing_since: null,
+    circuit_open_until: null,
     created_at: now,
     updated_at: now,
     deleted_at: null,
@@ -173,7 +175,13 @@ export async function patchEndpoint(
     changes.disabled_reason = null;
     changes.failing_since = null;
   }
-  const updated = await updateEndpoint(ctx.db, id, changes, ctx.clock());
+  const now = ctx.clock();
+  const updated = await ctx.db.transaction(async (tx) => {
+    const result = await updateEndpoint(tx, id, changes, now);
+    // Re-enabled: a fresh start, with the deliveries that waited while it was disabled due now.
+    if (input.status === 'active') await releaseEndpoint(tx, id, now);
+    return result;
+  });
   if (input.status === 'active') ctx.signal.notify();
   return toEndpointView(updated ?? row);
 }
@@ -201,7 +209,13 @@ export async function restoreEndpoint(ctx: Context, tenantId: string, id: string
   const updated = await updateEndpoint(
     ctx.db,
     id,
-    { status: 'active', deleted_at: null, disabled_reason: null, failing_since: null },
+    {
+      status: 'active',
+      deleted_at: null,
+      disabled_reason: null,
+      failing_since: null,
+      circuit_open_until: null,
+    },
     ctx.clock(),
   );
   return toEndpointView(updated ?? row);

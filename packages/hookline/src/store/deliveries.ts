@@ -3,7 +3,15 @@
 // so a worker whose lease expired cannot overwrite a newer attempt of the same delivery.
 import type { Queryable, SqlValue } from './db.js';
 
-export const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'dead', 'cancelled'] as const;
+/** `parked`: waiting for its endpoint's circuit to close or for the endpoint to be re-enabled. */
+export const DELIVERY_STATUSES = [
+  'pending',
+  'parked',
+  'delivering',
+  'succeeded',
+  'dead',
+  'cancelled',
+] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export interface DeliveryRow {
@@ -36,7 +44,10 @@ export type NewDelivery = Pick<
   | 'next_attempt_at'
   | 'replay_of'
   | 'first_headers'
->;
+> & {
+  /** `parked` when the endpoint's circuit is open; `pending` otherwise. */
+  status?: 'pending' | 'parked';
+};
 
 const INSERT_COLUMNS = 11;
 
@@ -50,7 +61,8 @@ export async function insertDeliveries(
     const chunk = rows.slice(start, start + 500);
     const params: SqlValue[] = [];
     const tuples = chunk.map((r, i) => {
-      params.push(r.id, r.message_id, r.endpoint_id, r.tenant_id, r.event_type, 'pending', r.next_attempt_at);
+      params.push(r.id, r.message_id, r.endpoint_id, r.tenant_id, r.event_type, r.status ?? 'pending');
+      params.push(r.next_attempt_at);
       params.push(r.replay_of, r.first_headers, now, now);
       const base = i * INSERT_COLUMNS;
       return `(${Array.from({ length: INSERT_COLUMNS }, (_, k) => `$${base + k + 1}`).join(', ')})`;
@@ -221,8 +233,42 @@ export async function cancelPendingForEndpoint(
 ): Promise<number> {
   return q.run(
     `UPDATE deliveries SET status = 'cancelled', lease_expires_at = NULL, completed_at = $2, updated_at = $2
-     WHERE endpoint_id = $1 AND status IN ('pending', 'delivering')`,
+     WHERE endpoint_id = $1 AND status IN ('pending', 'parked', 'delivering')`,
     [endpointId, now],
+  );
+}
+
+/** Takes an endpoint's waiting deliveries out of the due index while its circuit is open. */
+export async function parkPending(q: Queryable, endpointId: string, now: number): Promise<number> {
+  return q.run(
+    `UPDATE deliveries SET status = 'parked', updated_at = $2 WHERE endpoint_id = $1 AND status = 'pending'`,
+    [endpointId, now],
+  );
+}
+
+/**
+ * Parks what is still pending for disabled endpoints: a fan-out that read the endpoint as active just
+ * before it was disabled (PostgreSQL, another transaction) can leave a few behind.
+ */
+export async function parkStrays(q: Queryable, now: number): Promise<number> {
+  return q.run(
+    `UPDATE deliveries SET status = 'parked', updated_at = $1
+     WHERE status = 'pending' AND endpoint_id IN (SELECT id FROM endpoints WHERE status = 'disabled')`,
+    [now],
+  );
+}
+
+/**
+ * Returns parked deliveries to the queue, due now: all of them when the endpoint is healthy again, or
+ * the oldest `limit` as the probe of a half-open circuit.
+ */
+export async function unpark(q: Queryable, endpointId: string, now: number, limit?: number): Promise<number> {
+  return q.run(
+    `UPDATE deliveries SET status = 'pending', next_attempt_at = $2, updated_at = $2
+     WHERE id IN (
+       SELECT id FROM deliveries WHERE endpoint_id = $1 AND status = 'parked'
+       ORDER BY next_attempt_at ${limit === undefined ? '' : 'LIMIT $3'})`,
+    limit === undefined ? [endpointId, now] : [endpointId, now, limit],
   );
 }
 
@@ -254,6 +300,7 @@ export async function nextDueAt(
 
 export interface QueueDepth {
   due: number;
+  /** Waiting for a retry's backoff or for the endpoint's circuit to close. */
   scheduled: number;
   delivering: number;
 }
@@ -262,9 +309,10 @@ export async function queueDepth(q: Queryable, now: number): Promise<QueueDepth>
   const row = await q.one<QueueDepth>(
     `SELECT
        COALESCE(SUM(CASE WHEN status = 'pending' AND next_attempt_at <= $1 THEN 1 ELSE 0 END), 0) AS due,
-       COALESCE(SUM(CASE WHEN status = 'pending' AND next_attempt_at > $1 THEN 1 ELSE 0 END), 0) AS scheduled,
+       COALESCE(SUM(CASE WHEN status = 'parked' OR (status = 'pending' AND next_attempt_at > $1) THEN 1 ELSE 0 END), 0)
+         AS scheduled,
        COALESCE(SUM(CASE WHEN status = 'delivering' THEN 1 ELSE 0 END), 0) AS delivering
-     FROM deliveries WHERE status IN ('pending', 'delivering')`,
+     FROM deliveries WHERE status IN ('pending', 'parked', 'delivering')`,
     [now],
   );
   return {
@@ -285,7 +333,7 @@ export async function backlogByEndpoint(
 ): Promise<{ endpoint_id: string; n: number }[]> {
   return q.all(
     `SELECT endpoint_id, COUNT(*) AS n FROM deliveries
-     WHERE tenant_id = $1 AND status IN ('pending', 'delivering') GROUP BY endpoint_id`,
+     WHERE tenant_id = $1 AND status IN ('pending', 'parked', 'delivering') GROUP BY endpoint_id`,
     [tenantId],
   );
 }

@@ -16,6 +16,8 @@ export interface EndpointRow {
   previous_secret: Buffer | null;
   previous_secret_expires_at: number | null;
   failing_since: number | null;
+  /** Set while the circuit is open (or a probe is under way): the endpoint's deliveries are parked. */
+  circuit_open_until: number | null;
   created_at: number;
   updated_at: number;
   deleted_at: number | null;
@@ -75,8 +77,11 @@ export async function listEndpoints(
 export async function listActiveEndpoints(
   q: Queryable,
   tenantId: string,
-): Promise<Pick<EndpointRow, 'id' | 'events'>[]> {
-  return q.all('SELECT id, events FROM endpoints WHERE tenant_id = $1 AND status = $2', [tenantId, 'active']);
+): Promise<Pick<EndpointRow, 'id' | 'events' | 'circuit_open_until'>[]> {
+  return q.all('SELECT id, events, circuit_open_until FROM endpoints WHERE tenant_id = $1 AND status = $2', [
+    tenantId,
+    'active',
+  ]);
 }
 
 export type EndpointChanges = Partial<
@@ -91,6 +96,7 @@ export type EndpointChanges = Partial<
     | 'previous_secret'
     | 'previous_secret_expires_at'
     | 'failing_since'
+    | 'circuit_open_until'
     | 'deleted_at'
   >
 >;
@@ -105,6 +111,7 @@ const CHANGEABLE: readonly (keyof EndpointChanges)[] = [
   'previous_secret',
   'previous_secret_expires_at',
   'failing_since',
+  'circuit_open_until',
   'deleted_at',
 ];
 
@@ -187,4 +194,47 @@ export async function disableEndpoint(
     [id, reason, now],
   );
   return changed === 1;
+}
+
+/** Closes the circuits of these endpoints; answers the ids whose circuit was open. */
+export async function closeCircuits(q: Queryable, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await q.all<{ id: string }>(
+    `UPDATE endpoints SET circuit_open_until = NULL
+     WHERE circuit_open_until IS NOT NULL AND id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')})
+     RETURNING id`,
+    ids,
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Opens (or re-opens) an endpoint's circuit until `until`; answers whether it was closed before. */
+export async function openCircuit(q: Queryable, id: string, until: number): Promise<boolean> {
+  const before = await q.one<{ circuit_open_until: number | null }>(
+    'SELECT circuit_open_until FROM endpoints WHERE id = $1',
+    [id],
+  );
+  await q.run('UPDATE endpoints SET circuit_open_until = $2 WHERE id = $1', [id, until]);
+  return before?.circuit_open_until == null;
+}
+
+export async function getFailingSince(
+  q: Queryable,
+  id: string,
+): Promise<Pick<EndpointRow, 'failing_since' | 'circuit_open_until' | 'status'> | undefined> {
+  return q.one('SELECT failing_since, circuit_open_until, status FROM endpoints WHERE id = $1', [id]);
+}
+
+/**
+ * Takes the endpoints whose open circuit is due for a probe, moving each one's `circuit_open_until`
+ * to the end of the probe window so that no other worker probes it meanwhile.
+ */
+export async function takeCircuitsToProbe(q: Queryable, now: number, probeUntil: number): Promise<string[]> {
+  const rows = await q.all<{ id: string }>(
+    `UPDATE endpoints SET circuit_open_until = $2
+     WHERE status = 'active' AND circuit_open_until IS NOT NULL AND circuit_open_until <= $1
+     RETURNING id`,
+    [now, probeUntil],
+  );
+  return rows.map((r) => r.id);
 }

@@ -29,7 +29,8 @@ describe.each(STORE_KINDS)('endpoint state and deliveries on %s', (kind) => {
     await sleep(400);
     expect(r.requests).toHaveLength(1);
     const [row] = await deliveriesTo(t, endpoint.id);
-    expect(row).toMatchObject({ status: 'pending', attempts: 1, last_status: 410 });
+    // Waiting, parked, for the endpoint to be re-enabled.
+    expect(row).toMatchObject({ status: 'parked', attempts: 1, last_status: 410 });
     expect(row!.last_error).toBe('HTTP 410: this hook is gone');
 
     // A later event is not even fanned out to a disabled endpoint.

@@ -99,7 +99,7 @@ describe.each(STORE_KINDS)('endpoint isolation on %s', (kind) => {
     closers.push(gone);
     const endpoint = await createEndpoint(t, gone.url, ['*']);
     await emit(t, 'user.deleted', { userId: 'user_1' });
-    await eventually(async () => (await deliveriesTo(t!, endpoint.id))[0]?.status === 'pending');
+    await eventually(async () => (await deliveriesTo(t!, endpoint.id))[0]?.status === 'parked');
     const claims = countClaims(t);
     await sleep(1000);
     console.info(

@@ -1,0 +1,144 @@
+// The circuit breaker: a long-failing endpoint's backlog is parked out of the claims' way, probes
+// find out when it is back, and then everything is delivered.
+import { afterEach, describe, expect, it } from 'vitest';
+import { probeDelay } from '../../src/delivery/circuit-breaker.js';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { STORE_KINDS } from '../helpers/stores.js';
+
+describe('probeDelay', () => {
+  it.each([
+    [0, 60_000, 10_000],
+    [60_000, 60_000, 15_000],
+    [4 * 3_600_000, 60_000, 3_600_000],
+    [100 * 3_600_000, 60_000, 3_600_000],
+  ])('after failing %i ms (breaking after %i ms) waits %i ms', (failingFor, breakAfter, expected) => {
+    expect(probeDelay(failingFor, breakAfter)).toBe(expected);
+  });
+});
+
+describe.each(STORE_KINDS)('circuit breaker on %s', (kind) => {
+  let t: TestService | undefined;
+  const receivers: Receiver[] = [];
+  afterEach(async () => {
+    for (const r of receivers.splice(0)) await r.close();
+    await t?.close();
+    t = undefined;
+  });
+
+  const statusCounts = async (endpointId: string) => {
+    const rows = await t!.service.ctx.db.all<{ status: string; n: number }>(
+      'SELECT status, COUNT(*) AS n FROM deliveries WHERE endpoint_id = $1 GROUP BY status',
+      [endpointId],
+    );
+    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])) as Record<string, number>;
+  };
+  const circuit = async (endpointId: string) =>
+    (
+      await t!.service.ctx.db.one<{ circuit_open_until: number | null }>(
+        'SELECT circuit_open_until FROM endpoints WHERE id = $1',
+        [endpointId],
+      )
+    )?.circuit_open_until ?? null;
+  const emit = async (n: number) => {
+    for (let i = 0; i < n; i++) {
+      const res = await t!.call('POST', '/v1/events', t!.keys.producer, {
+        tenant_id: 'acme',
+        type: 'user.updated',
+        data: { i },
+      });
+      expect(res.statusCode).toBe(202);
+    }
+  };
+
+  it('parks a long-failing endpoint, probes it, and delivers everything once it answers again', async () => {
+    t = await startTestService(kind, {
+      worker: true,
+      env: { HOOKLINE_CIRCUIT_BREAK_AFTER_MS: '300', HOOKLINE_MAX_RETRIES: '100' },
+    });
+    let up = false;
+    const receiver = await startReceiver(() => ({ status: up ? 200 : 503 }));
+    receivers.push(receiver);
+    const endpoint = (
+      await t.call('POST', '/v1/webhooks', t.keys.tenant, { url: receiver.url, events: ['*'] })
+    ).json();
+    await emit(10);
+
+    // Failing for longer than the threshold: the circuit opens and the backlog is parked.
+    await eventually(
+      async () => (await circuit(endpoint.id)) !== null && (await statusCounts(endpoint.id)).parked === 10,
+    );
+    // Deliveries fanned out while it is open are parked at once, never attempted.
+    await emit(5);
+    await eventually(async () => (await statusCounts(endpoint.id)).parked === 15);
+
+    up = true;
+    const hookIds = await eventually(async () => {
+      const counts = await statusCounts(endpoint.id);
+      return counts.succeeded === 15 ? receiver.requests.map((r) => r.headers['hook-id']) : undefined;
+    }, 20_000);
+    expect(new Set(hookIds).size).toBe(15);
+    expect(await circuit(endpoint.id)).toBeNull();
+  }, 30_000);
+
+  it('keeps a hanging endpoint’s backlog out of the due queue while a healthy endpoint is served', async () => {
+    t = await startTestService(kind, {
+      worker: true,
+      env: {
+        HOOKLINE_CIRCUIT_BREAK_AFTER_MS: '300',
+        HOOKLINE_DELIVERY_TIMEOUT_MS: '150',
+        HOOKLINE_MAX_RETRIES: '100',
+      },
+    });
+    const hanging = await startReceiver(() => ({ hang: true }));
+    const healthy = await startReceiver();
+    receivers.push(hanging, healthy);
+    const stuck = (
+      await t.call('POST', '/v1/webhooks', t.keys.tenant, { url: hanging.url, events: ['user.deleted'] })
+    ).json();
+    await t.call('POST', '/v1/webhooks', t.keys.tenant, { url: healthy.url, events: ['user.updated'] });
+    for (let i = 0; i < 40; i++) {
+      await t.call('POST', '/v1/events', t.keys.producer, {
+        tenant_id: 'acme',
+        type: 'user.deleted',
+        data: { i },
+      });
+    }
+    await eventually(async () => (await circuit(stuck.id)) !== null);
+    await emit(20);
+    await healthy.waitFor(20);
+    // The stuck endpoint's 40 waiting deliveries are parked, not sitting in the due queue: at most
+    // the few a probe has just released (a probe at a time, each up to the endpoint's cap) are due.
+    const due = await t.service.ctx.db.one<{ n: number }>(
+      `SELECT COUNT(*) AS n FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' AND next_attempt_at <= $2`,
+      [stuck.id, Date.now()],
+    );
+    expect(Number(due?.n)).toBeLessThanOrEqual(3 * t.config.endpointConcurrency);
+    expect((await statusCounts(stuck.id)).parked).toBeGreaterThan(25);
+  }, 30_000);
+
+  it('parks the deliveries of a disabled endpoint and releases them when it is re-enabled', async () => {
+    t = await startTestService(kind, { worker: true });
+    let gone = true;
+    const receiver = await startReceiver(() => ({ status: gone ? 410 : 200 }));
+    receivers.push(receiver);
+    const endpoint = (
+      await t.call('POST', '/v1/webhooks', t.keys.tenant, { url: receiver.url, events: ['*'] })
+    ).json();
+    await emit(6);
+    await eventually(async () => {
+      const view = (await t!.call('GET', `/v1/webhooks/${endpoint.id}`, t!.keys.tenant)).json();
+      return view.status === 'disabled';
+    });
+    // Messages emitted after it was disabled are not fanned out to it; the ones before wait, parked.
+    const waiting = await eventually(async () => {
+      const counts = await statusCounts(endpoint.id);
+      return !counts.pending && !counts.delivering && counts.parked ? counts.parked : undefined;
+    });
+    gone = false;
+    expect(
+      (await t.call('PATCH', `/v1/webhooks/${endpoint.id}`, t.keys.tenant, { status: 'active' })).statusCode,
+    ).toBe(200);
+    await eventually(async () => (await statusCounts(endpoint.id)).succeeded === waiting);
+  }, 30_000);
+});

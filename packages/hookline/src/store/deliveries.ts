@@ -117,6 +117,15 @@ export async function claimDue(q: Queryable, o: ClaimOptions): Promise<ClaimedDe
     ? 'COALESCE(($7::jsonb ->> endpoint_id)::int, 0)'
     : `COALESCE(json_extract($7, '$."' || endpoint_id || '"'), 0)`;
   const candidates = Math.max(o.limit * 8, 256);
+  // On PostgreSQL only the rows finally taken are locked (SKIP LOCKED): locking the whole candidate
+  // window would write a row lock into hundreds of tuples per claim to take a handful. Two workers
+  // may pick the same rows; the lock and the status re-check hand each to one of them.
+  const take = postgres
+    ? `locked AS (
+         SELECT d.id FROM deliveries d WHERE d.id IN (SELECT id FROM picked) AND d.status = 'pending'
+         FOR UPDATE SKIP LOCKED
+       )`
+    : 'locked AS (SELECT id FROM picked)';
   return q.all<ClaimedDelivery>(
     `WITH candidates AS (
        SELECT d.id, d.endpoint_id, d.next_attempt_at FROM deliveries d
@@ -124,16 +133,16 @@ export async function claimDue(q: Queryable, o: ClaimOptions): Promise<ClaimedDe
          AND d.endpoint_id NOT IN (${excluded})
          AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = d.endpoint_id AND e.status = 'active')
        ORDER BY d.next_attempt_at
-       LIMIT $6 ${postgres ? 'FOR UPDATE OF d SKIP LOCKED' : ''}
+       LIMIT $6
      ), ranked AS (
        SELECT id, endpoint_id, next_attempt_at,
          ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS endpoint_rank
        FROM candidates
      ), picked AS (
        SELECT id FROM ranked WHERE endpoint_rank <= $4 - ${busy} ORDER BY next_attempt_at LIMIT $3
-     )
+     ), ${take}
      UPDATE deliveries SET status = 'delivering', attempts = attempts + 1, lease_expires_at = $2, updated_at = $1
-     WHERE id IN (SELECT id FROM picked)
+     WHERE id IN (SELECT id FROM locked) AND status = 'pending'
      RETURNING id, message_id, endpoint_id, tenant_id, event_type, attempts, first_headers, replay_of`,
     [
       o.now,

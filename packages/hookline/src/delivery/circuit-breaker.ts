@@ -7,7 +7,7 @@
 // their deliveries the same way until they are re-enabled.
 import type { Context } from '../context.js';
 import type { Queryable } from '../store/db.js';
-import { parkPending, parkStrays, unpark } from '../store/deliveries.js';
+import { parkPending, sweepStrays, unpark } from '../store/deliveries.js';
 import { closeCircuits, getFailingSince, openCircuit, takeCircuitsToProbe } from '../store/endpoints.js';
 
 /** The pause before the next probe grows with the outage: a quarter of it, within bounds. */
@@ -66,7 +66,7 @@ export async function probeOpenCircuits(
 ): Promise<number> {
   const now = ctx.clock();
   return ctx.db.transaction(async (tx) => {
-    await parkStrays(tx, now);
+    await sweepStrays(tx, now);
     const endpoints = await takeCircuitsToProbe(tx, now, now + probeWindowMs);
     let released = 0;
     for (const id of endpoints) released += await unpark(tx, id, now, probeSize);

@@ -127,17 +127,19 @@ export async function claimDue(q: Queryable, o: ClaimOptions): Promise<ClaimedDe
        )`
     : 'locked AS (SELECT id FROM picked)';
   return q.all<ClaimedDelivery>(
+    // The candidates are read straight off the due index and stop at the LIMIT, so a claim costs the
+    // same with ten or a million deliveries due. The active-endpoint check comes after it: disabled
+    // endpoints' deliveries are parked, not pending, so they do not crowd the window.
     `WITH candidates AS (
        SELECT d.id, d.endpoint_id, d.next_attempt_at FROM deliveries d
        WHERE d.status = 'pending' AND d.next_attempt_at <= $1
          AND d.endpoint_id NOT IN (${excluded})
-         AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = d.endpoint_id AND e.status = 'active')
        ORDER BY d.next_attempt_at
        LIMIT $6
      ), ranked AS (
-       SELECT id, endpoint_id, next_attempt_at,
-         ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS endpoint_rank
-       FROM candidates
+       SELECT c.id, c.endpoint_id, c.next_attempt_at,
+         ROW_NUMBER() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at, c.id) AS endpoint_rank
+       FROM candidates c JOIN endpoints e ON e.id = c.endpoint_id AND e.status = 'active'
      ), picked AS (
        SELECT id FROM ranked WHERE endpoint_rank <= $4 - ${busy} ORDER BY next_attempt_at LIMIT $3
      ), ${take}
@@ -256,15 +258,23 @@ export async function parkPending(q: Queryable, endpointId: string, now: number)
 }
 
 /**
- * Parks what is still pending for disabled endpoints: a fan-out that read the endpoint as active just
- * before it was disabled (PostgreSQL, another transaction) can leave a few behind.
+ * Tidies what a fan-out can leave behind when it read an endpoint as active just before another
+ * transaction disabled or deleted it (PostgreSQL): pending deliveries of a disabled endpoint are
+ * parked, those of a deleted one cancelled. Claims rely on it: no pending delivery of an inactive
+ * endpoint stays in the due index for long.
  */
-export async function parkStrays(q: Queryable, now: number): Promise<number> {
-  return q.run(
+export async function sweepStrays(q: Queryable, now: number): Promise<number> {
+  const parked = await q.run(
     `UPDATE deliveries SET status = 'parked', updated_at = $1
      WHERE status = 'pending' AND endpoint_id IN (SELECT id FROM endpoints WHERE status = 'disabled')`,
     [now],
   );
+  const cancelled = await q.run(
+    `UPDATE deliveries SET status = 'cancelled', completed_at = $1, updated_at = $1
+     WHERE status IN ('pending', 'parked') AND endpoint_id IN (SELECT id FROM endpoints WHERE status = 'deleted')`,
+    [now],
+  );
+  return parked + cancelled;
 }
 
 /**

@@ -1,6 +1,7 @@
 // Every operator action is recorded: who (key id and role), what, when, on what.
 import type { Principal } from '../keys/api-keys.js';
 import { newId } from '../ids.js';
+import { isoTime } from '../pagination.js';
 import { appendAudit, type AuditEntry } from '../store/audit-log.js';
 import type { Queryable } from '../store/db.js';
 
@@ -36,6 +37,6 @@ export function auditView(entry: AuditEntry) {
     action: entry.action,
     target: entry.target,
     details: JSON.parse(entry.details) as Record<string, unknown>,
-    created_at: new Date(Number(entry.created_at)).toISOString(),
+    created_at: isoTime(entry.created_at),
   };
 }

@@ -5,6 +5,7 @@ import type { Context } from '../context.js';
 import { openOriginal } from '../delivery/dead-letter-codec.js';
 import { HooklineError, notFound } from '../errors.js';
 import { isId, newId } from '../ids.js';
+import { checkCursor, isoTime, toPage, type Page } from '../pagination.js';
 import {
   getDeadLetter,
   listDeadLetters,
@@ -19,8 +20,6 @@ import type { Queryable } from '../store/db.js';
 import { getEndpointById } from '../store/endpoints.js';
 import { audit, type Actor } from './audit.js';
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
-
 export function deadLetterView(row: DeadLetterSummary) {
   return {
     id: row.id,
@@ -30,8 +29,8 @@ export function deadLetterView(row: DeadLetterSummary) {
     hook_id: row.message_id,
     attempts: Number(row.attempts),
     last_error: row.last_error,
-    died_at: iso(row.died_at) as string,
-    replayed_at: iso(row.replayed_at),
+    died_at: isoTime(row.died_at),
+    replayed_at: isoTime(row.replayed_at),
     /** Status of the latest replay's delivery: pending, delivering, succeeded, dead or cancelled. */
     replay_status: row.replay_status,
   };
@@ -44,14 +43,9 @@ export async function listDeadLetterViews(
   filter: { tenantId?: string | null; endpointId?: string | null },
   limit: number,
   cursor: string | null,
-): Promise<{ data: DeadLetterView[]; next_cursor: string | null }> {
-  if (cursor !== null && !isId('deadLetter', cursor)) {
-    throw new HooklineError('invalid_cursor', 'cursor is not one this API returned');
-  }
-  const rows = await listDeadLetters(ctx.db, filter, limit + 1, cursor);
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  return { data: page.map(deadLetterView), next_cursor: rows.length > limit && last ? last.id : null };
+): Promise<Page<DeadLetterView>> {
+  const rows = await listDeadLetters(ctx.db, filter, limit + 1, checkCursor(cursor, 'deadLetter'));
+  return toPage(rows, limit, deadLetterView);
 }
 
 export async function inspectDeadLetter(ctx: Context, id: string) {

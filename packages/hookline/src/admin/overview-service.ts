@@ -2,7 +2,7 @@
 // delivery throughput and queue depth over time.
 import type { Context } from '../context.js';
 import { toEndpointView } from '../endpoints/endpoint-service.js';
-import { HooklineError } from '../errors.js';
+import { checkCursor, isoTime, toPage } from '../pagination.js';
 import { countDeadLetters } from '../store/dead-letters.js';
 import { backlogByEndpoint, queueDepth } from '../store/deliveries.js';
 import { BUCKET_MS, endpointHealth, statsSeries } from '../store/delivery-stats.js';
@@ -12,26 +12,19 @@ import { listTenants } from '../store/tenants.js';
 import { assertTenantId, TENANT_ID_PATTERN } from '../tenants.js';
 
 const HEALTH_WINDOW_MS = 24 * 60 * 60 * 1000;
+const TENANT_ID = new RegExp(TENANT_ID_PATTERN);
 
 export async function listTenantViews(ctx: Context, limit: number, cursor: string | null) {
-  if (cursor !== null && !new RegExp(TENANT_ID_PATTERN).test(cursor)) {
-    throw new HooklineError('invalid_cursor', 'cursor is not one this API returned');
-  }
-  const rows = await listTenants(ctx.db, limit + 1, cursor);
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  return {
-    data: page.map((t) => ({
-      id: t.id,
-      created_at: new Date(Number(t.created_at)).toISOString(),
-      endpoints: {
-        active: Number(t.endpoints_active),
-        disabled: Number(t.endpoints_disabled),
-        deleted: Number(t.endpoints_deleted),
-      },
-    })),
-    next_cursor: rows.length > limit && last ? last.id : null,
-  };
+  const after = checkCursor(cursor, (c) => TENANT_ID.test(c));
+  return toPage(await listTenants(ctx.db, limit + 1, after), limit, (t) => ({
+    id: t.id,
+    created_at: isoTime(t.created_at),
+    endpoints: {
+      active: Number(t.endpoints_active),
+      disabled: Number(t.endpoints_disabled),
+      deleted: Number(t.endpoints_deleted),
+    },
+  }));
 }
 
 /** Every endpoint of a tenant (deleted ones too) with its last 24 hours of outcomes and its backlog. */
@@ -76,7 +69,7 @@ export async function deliveryStats(ctx: Context, minutes: number, tenantId: str
     queueDepth(ctx.db, now),
     countDeadLetters(ctx.db),
   ]);
-  const at = (ms: number) => new Date(Number(ms)).toISOString();
+  const at = isoTime;
   return {
     bucket_seconds: BUCKET_MS / 1000,
     throughput: throughput.map((p) => ({

@@ -5,6 +5,7 @@ import { findInvalidEventFilters } from '../catalogue/index.js';
 import type { Context } from '../context.js';
 import { HooklineError, notFound } from '../errors.js';
 import { isId, newId } from '../ids.js';
+import { checkCursor, isoTime, toPage, type Page } from '../pagination.js';
 import { checkEndpointUrl } from '../net/index.js';
 import { releaseEndpoint } from '../delivery/circuit-breaker.js';
 import { cancelPendingForEndpoint } from '../store/deliveries.js';
@@ -41,8 +42,8 @@ export function toEndpointView(row: EndpointRow): EndpointView {
     description: row.description,
     status: row.status,
     disabled_reason: row.disabled_reason,
-    created_at: new Date(Number(row.created_at)).toISOString(),
-    updated_at: new Date(Number(row.updated_at)).toISOString(),
+    created_at: isoTime(row.created_at),
+    updated_at: isoTime(row.updated_at),
   };
 }
 
@@ -142,18 +143,13 @@ export async function listEndpointViews(
   ctx: Context,
   tenantId: string,
   opts: { limit: number; cursor: string | null; status: EndpointStatus | null },
-): Promise<{ data: EndpointView[]; next_cursor: string | null }> {
-  if (opts.cursor !== null && !isId('endpoint', opts.cursor)) {
-    throw new HooklineError('invalid_cursor', 'cursor is not one this API returned');
-  }
+): Promise<Page<EndpointView>> {
   const rows = await listEndpoints(ctx.db, tenantId, {
     limit: opts.limit + 1,
-    before: opts.cursor,
+    before: checkCursor(opts.cursor, 'endpoint'),
     status: opts.status,
   });
-  const page = rows.slice(0, opts.limit);
-  const last = page[page.length - 1];
-  return { data: page.map(toEndpointView), next_cursor: rows.length > opts.limit && last ? last.id : null };
+  return toPage(rows, opts.limit, toEndpointView);
 }
 
 export async function patchEndpoint(

@@ -4,6 +4,7 @@ import type { Context } from '../context.js';
 import { constantTimeEqualHex, randomToken, sha256Hex } from '../crypto/hashing.js';
 import { HooklineError } from '../errors.js';
 import { newId } from '../ids.js';
+import { isoTime } from '../pagination.js';
 import { findApiKeyByHash, insertApiKey, type ApiKeyRow, type Role } from '../store/api-keys.js';
 import { ensureTenant } from '../store/tenants.js';
 import { assertTenantId } from '../tenants.js';
@@ -70,7 +71,7 @@ export function publicApiKey(row: ApiKeyRow) {
     role: row.role,
     tenant_id: row.tenant_id,
     label: row.label,
-    created_at: new Date(row.created_at).toISOString(),
-    revoked_at: row.revoked_at === null ? null : new Date(Number(row.revoked_at)).toISOString(),
+    created_at: isoTime(row.created_at),
+    revoked_at: isoTime(row.revoked_at),
   };
 }

@@ -24,3 +24,15 @@ export interface Db extends Queryable {
 export function blobType(dialect: Dialect): string {
   return dialect === 'postgres' ? 'BYTEA' : 'BLOB';
 }
+
+/** `$first, $first+1, …` for `count` values: the list inside `IN (…)` or one row of `VALUES (…)`. */
+export function placeholders(count: number, first = 1): string {
+  return Array.from({ length: count }, (_, i) => `$${first + i}`).join(', ');
+}
+
+/** A subquery yielding the strings of the JSON array passed as parameter `$n`. */
+export function jsonTextArray(dialect: Dialect, n: number): string {
+  return dialect === 'postgres'
+    ? `SELECT jsonb_array_elements_text($${n}::jsonb)`
+    : `SELECT value FROM json_each($${n})`;
+}

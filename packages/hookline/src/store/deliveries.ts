@@ -1,7 +1,7 @@
 // Every state transition of a delivery, each one statement. The attempt number doubles as a fencing
 // token: an outcome is written only `WHERE status = 'delivering' AND attempts = <the attempt it ran>`,
 // so a worker whose lease expired cannot overwrite a newer attempt of the same delivery.
-import type { Queryable, SqlValue } from './db.js';
+import { jsonTextArray, placeholders, type Queryable, type SqlValue } from './db.js';
 
 /** `parked`: waiting for its endpoint's circuit to close or for the endpoint to be re-enabled. */
 export const DELIVERY_STATUSES = [
@@ -65,7 +65,7 @@ export async function insertDeliveries(
       params.push(r.next_attempt_at);
       params.push(r.replay_of, r.first_headers, now, now);
       const base = i * INSERT_COLUMNS;
-      return `(${Array.from({ length: INSERT_COLUMNS }, (_, k) => `$${base + k + 1}`).join(', ')})`;
+      return `(${placeholders(INSERT_COLUMNS, base + 1)})`;
     });
     await q.run(
       `INSERT INTO deliveries (id, message_id, endpoint_id, tenant_id, event_type, status, next_attempt_at,
@@ -110,9 +110,7 @@ export interface ClaimOptions {
  */
 export async function claimDue(q: Queryable, o: ClaimOptions): Promise<ClaimedDelivery[]> {
   const postgres = q.dialect === 'postgres';
-  const excluded = postgres
-    ? 'SELECT jsonb_array_elements_text($5::jsonb)'
-    : 'SELECT value FROM json_each($5)';
+  const excluded = jsonTextArray(q.dialect, 5);
   const busy = postgres
     ? 'COALESCE(($7::jsonb ->> endpoint_id)::int, 0)'
     : `COALESCE(json_extract($7, '$."' || endpoint_id || '"'), 0)`;
@@ -304,10 +302,7 @@ export async function nextDueAt(
   q: Queryable,
   excludeEndpoints: readonly string[] = [],
 ): Promise<number | null> {
-  const excluded =
-    q.dialect === 'postgres'
-      ? 'SELECT jsonb_array_elements_text($1::jsonb)'
-      : 'SELECT value FROM json_each($1)';
+  const excluded = jsonTextArray(q.dialect, 1);
   const row = await q.one<{ at: number | null }>(
     `SELECT MIN(d.next_attempt_at) AS at FROM deliveries d
      WHERE d.status = 'pending' AND d.endpoint_id NOT IN (${excluded})

@@ -1,4 +1,4 @@
-import type { Queryable } from './db.js';
+import { placeholders, type Queryable } from './db.js';
 
 export const ENDPOINT_STATUSES = ['active', 'disabled', 'deleted'] as const;
 export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
@@ -148,7 +148,7 @@ export async function getEndpointsForDelivery(
   if (ids.length === 0) return [];
   return q.all(
     `SELECT id, url, status, secret, previous_secret, previous_secret_expires_at FROM endpoints
-     WHERE id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')})`,
+     WHERE id IN (${placeholders(ids.length)})`,
     ids,
   );
 }
@@ -158,7 +158,7 @@ export async function markEndpointsHealthy(q: Queryable, ids: readonly string[])
   if (ids.length === 0) return;
   await q.run(
     `UPDATE endpoints SET failing_since = NULL
-     WHERE failing_since IS NOT NULL AND id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')})`,
+     WHERE failing_since IS NOT NULL AND id IN (${placeholders(ids.length)})`,
     ids,
   );
 }
@@ -201,7 +201,7 @@ export async function closeCircuits(q: Queryable, ids: readonly string[]): Promi
   if (ids.length === 0) return [];
   const rows = await q.all<{ id: string }>(
     `UPDATE endpoints SET circuit_open_until = NULL
-     WHERE circuit_open_until IS NOT NULL AND id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')})
+     WHERE circuit_open_until IS NOT NULL AND id IN (${placeholders(ids.length)})
      RETURNING id`,
     ids,
   );

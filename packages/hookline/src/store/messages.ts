@@ -1,4 +1,4 @@
-import type { Queryable } from './db.js';
+import { placeholders, type Queryable } from './db.js';
 
 export interface MessageRow {
   id: string;
@@ -55,10 +55,7 @@ export async function getPayloads(
   ids: readonly string[],
 ): Promise<Pick<MessageRow, 'id' | 'payload'>[]> {
   if (ids.length === 0) return [];
-  return q.all(
-    `SELECT id, payload FROM messages WHERE id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')})`,
-    ids,
-  );
+  return q.all(`SELECT id, payload FROM messages WHERE id IN (${placeholders(ids.length)})`, ids);
 }
 
 /**
@@ -79,10 +76,10 @@ export async function claimForFanout(
 
 export async function markFannedOut(q: Queryable, ids: readonly string[], now: number): Promise<void> {
   if (ids.length === 0) return;
-  await q.run(
-    `UPDATE messages SET fanned_out_at = $1 WHERE id IN (${ids.map((_, i) => `$${i + 2}`).join(', ')})`,
-    [now, ...ids],
-  );
+  await q.run(`UPDATE messages SET fanned_out_at = $1 WHERE id IN (${placeholders(ids.length, 2)})`, [
+    now,
+    ...ids,
+  ]);
 }
 
 export async function countAwaitingFanout(q: Queryable): Promise<number> {

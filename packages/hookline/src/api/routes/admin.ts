@@ -14,6 +14,7 @@ import { audit } from '../../admin/audit.js';
 import type { Context } from '../../context.js';
 import { HooklineError, notFound } from '../../errors.js';
 import { isId } from '../../ids.js';
+import { checkCursor, toPage } from '../../pagination.js';
 import { createApiKey, publicApiKey } from '../../keys/api-keys.js';
 import { listApiKeys, revokeApiKey } from '../../store/api-keys.js';
 import { listAudit } from '../../store/audit-log.js';
@@ -39,18 +40,6 @@ import {
 const config = { roles: ['instance_manager'] as const };
 const security = [{ bearer: [] }];
 const errors = { ...authErrors, 404: Type.Ref('Error'), 409: Type.Ref('Error') };
-
-function pageOf<T extends { id: string }>(rows: T[], limit: number) {
-  const data = rows.slice(0, limit);
-  const last = data[data.length - 1];
-  return { data, next_cursor: rows.length > limit && last ? last.id : null };
-}
-
-function checkCursor(kind: 'apiKey' | 'audit', cursor: string | undefined): string | null {
-  if (cursor === undefined) return null;
-  if (!isId(kind, cursor)) throw new HooklineError('invalid_cursor', 'cursor is not one this API returned');
-  return cursor;
-}
 
 function parseTime(value: string | undefined, field: string): number | null {
   if (value === undefined) return null;
@@ -192,8 +181,8 @@ export function adminRoutes(ctx: Context): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         const limit = request.query.limit ?? 20;
-        const rows = await listApiKeys(ctx.db, limit + 1, checkCursor('apiKey', request.query.cursor));
-        return pageOf(rows.map(publicApiKey), limit);
+        const rows = await listApiKeys(ctx.db, limit + 1, checkCursor(request.query.cursor, 'apiKey'));
+        return toPage(rows, limit, publicApiKey);
       },
     );
 
@@ -295,8 +284,8 @@ export function adminRoutes(ctx: Context): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         const limit = request.query.limit ?? 50;
-        const rows = await listAudit(ctx.db, limit + 1, checkCursor('audit', request.query.cursor));
-        return pageOf(rows.map(auditView), limit);
+        const rows = await listAudit(ctx.db, limit + 1, checkCursor(request.query.cursor, 'audit'));
+        return toPage(rows, limit, auditView);
       },
     );
   };

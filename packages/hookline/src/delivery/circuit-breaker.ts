@@ -33,9 +33,9 @@ export async function afterFailure(
   if (!endpoint || endpoint.status !== 'active' || endpoint.failing_since === null) return 'closed';
   const failingFor = now - Number(endpoint.failing_since);
   if (failingFor < breakAfterMs) return 'closed';
-  const wasClosed = await openCircuit(q, endpointId, now + probeDelay(failingFor, breakAfterMs));
+  await openCircuit(q, endpointId, now + probeDelay(failingFor, breakAfterMs));
   await parkPending(q, endpointId, now);
-  return wasClosed ? 'opened' : 'open';
+  return endpoint.circuit_open_until === null ? 'opened' : 'open';
 }
 
 /** After successes were recorded: their endpoints' circuits close and parked deliveries return. */

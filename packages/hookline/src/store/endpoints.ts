@@ -208,14 +208,9 @@ export async function closeCircuits(q: Queryable, ids: readonly string[]): Promi
   return rows.map((r) => r.id);
 }
 
-/** Opens (or re-opens) an endpoint's circuit until `until`; answers whether it was closed before. */
-export async function openCircuit(q: Queryable, id: string, until: number): Promise<boolean> {
-  const before = await q.one<{ circuit_open_until: number | null }>(
-    'SELECT circuit_open_until FROM endpoints WHERE id = $1',
-    [id],
-  );
+/** Opens (or re-opens) an endpoint's circuit until `until`. */
+export async function openCircuit(q: Queryable, id: string, until: number): Promise<void> {
   await q.run('UPDATE endpoints SET circuit_open_until = $2 WHERE id = $1', [id, until]);
-  return before?.circuit_open_until == null;
 }
 
 export async function getFailingSince(

@@ -336,10 +336,6 @@ export async function queueDepth(q: Queryable, now: number): Promise<QueueDepth>
   };
 }
 
-export async function countByStatus(q: Queryable): Promise<{ status: string; count: number }[]> {
-  return q.all('SELECT status, COUNT(*) AS count FROM deliveries GROUP BY status');
-}
-
 /** Deliveries not yet finished, per endpoint of a tenant: each endpoint's backlog. */
 export async function backlogByEndpoint(
   q: Queryable,

@@ -132,10 +132,6 @@ export async function updateEndpoint(
   return getEndpointById(q, id);
 }
 
-export async function countEndpointsByStatus(q: Queryable): Promise<{ status: string; count: number }[]> {
-  return q.all('SELECT status, COUNT(*) AS count FROM endpoints GROUP BY status');
-}
-
 export type EndpointForDelivery = Pick<
   EndpointRow,
   'id' | 'url' | 'status' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'

@@ -46,10 +46,6 @@ export async function releaseIdempotencyKey(q: Queryable, id: string): Promise<v
   await q.run('UPDATE messages SET idempotency_key = NULL WHERE id = $1', [id]);
 }
 
-export async function getMessage(q: Queryable, id: string): Promise<MessageRow | undefined> {
-  return q.one<MessageRow>('SELECT * FROM messages WHERE id = $1', [id]);
-}
-
 export async function getPayloads(
   q: Queryable,
   ids: readonly string[],

@@ -103,9 +103,11 @@ describe.each(STORE_KINDS)('endpoint state and deliveries on %s', (kind) => {
   });
 
   it('a restored endpoint receives new events but not the cancelled ones', async () => {
+    // The retry is far enough out that it cannot already be on the wire when the DELETE lands, even
+    // on a loaded machine: an attempt in flight at deletion time may still arrive.
     t = await startTestService(kind, {
       worker: true,
-      env: { HOOKLINE_RETRY_BASE_MS: '600', HOOKLINE_RETRY_MAX_MS: '600' },
+      env: { HOOKLINE_RETRY_BASE_MS: '5000', HOOKLINE_RETRY_MAX_MS: '5000' },
     });
     r = await startReceiver((_req, i) => ({ status: i === 0 ? 500 : 200 }));
     const endpoint = await createEndpoint(t, r.url, ['*']);
@@ -118,5 +120,9 @@ describe.each(STORE_KINDS)('endpoint state and deliveries on %s', (kind) => {
     await r.waitFor(2);
     await sleep(900);
     expect(r.requests.map((q) => q.headers['hook-id'])).toEqual([first, second]);
+    // The first message's delivery stays cancelled: restoring does not bring it back.
+    const rows = await deliveriesTo(t, endpoint.id);
+    expect(rows.find((d) => d.message_id === first)?.status).toBe('cancelled');
+    expect(rows.find((d) => d.message_id === second)?.status).toBe('succeeded');
   });
 });

@@ -148,14 +148,17 @@ export async function replayDeadLetters(
   for (;;) {
     const batch: DeadLetterRow[] = await listReplayable(ctx.db, filter, 200, after);
     if (batch.length === 0) break;
-    await ctx.db.transaction(async (tx) => {
+    // Outcomes are tallied per transaction and added once it commits: the store may run it again.
+    const outcomes = await ctx.db.transaction(async (tx) => {
       const now = ctx.clock();
-      for (const row of batch) {
-        const queued = await queueReplay(ctx, tx, row, now);
-        if ('refused' in queued) result.skipped[queued.refused] += 1;
-        else result.count += 1;
-      }
+      const queued = [];
+      for (const row of batch) queued.push(await queueReplay(ctx, tx, row, now));
+      return queued;
     });
+    for (const queued of outcomes) {
+      if ('refused' in queued) result.skipped[queued.refused] += 1;
+      else result.count += 1;
+    }
     after = batch[batch.length - 1]?.id ?? null;
     onProgress(result.count + Object.values(result.skipped).reduce((a, b) => a + b, 0));
     ctx.signal.notify();

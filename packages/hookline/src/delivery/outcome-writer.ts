@@ -132,6 +132,9 @@ export class OutcomeWriter {
     };
     const written: Outcome[] = [];
     await this.ctx.db.transaction(async (tx) => {
+      // The store may run this again after a lost deadlock: start the tallies afresh each time.
+      stats.clear();
+      written.length = 0;
       // One by one, so that only the rows the fence let through are counted: a stale success (its
       // lease expired and the delivery was attempted again, or it was cancelled meanwhile) is not a
       // second success in the stats, just as a stale failure is not a failure.

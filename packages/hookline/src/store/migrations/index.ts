@@ -38,6 +38,7 @@ export async function migrate(
 ): Promise<MigrateResult> {
   const applied: number[] = [];
   await db.transaction(async (tx) => {
+    applied.length = 0; // the store may run this again after a lost deadlock
     if (db.dialect === 'postgres') await tx.one('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
     await tx.run(
       `CREATE TABLE IF NOT EXISTS schema_migrations (

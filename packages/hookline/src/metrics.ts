@@ -2,7 +2,7 @@
 // do not share counters.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from './store/db.js';
-import { queueDepth } from './store/deliveries.js';
+import { queueTotals } from './store/endpoint-queues.js';
 import { countDeadLetters } from './store/dead-letters.js';
 import { countAwaitingFanout } from './store/messages.js';
 
@@ -42,7 +42,7 @@ export class Metrics {
       labelNames: ['state'] as const,
       registers: [this.registry],
       async collect() {
-        const d = await queueDepth(db, now());
+        const d = await queueTotals(db, now());
         this.set({ state: 'due' }, d.due);
         this.set({ state: 'scheduled' }, d.scheduled);
         this.set({ state: 'delivering' }, d.delivering);

@@ -4,8 +4,8 @@ import type { Context } from '../context.js';
 import { toEndpointView } from '../endpoints/endpoint-service.js';
 import { checkCursor, isoTime, toPage } from '../pagination.js';
 import { countDeadLetters } from '../store/dead-letters.js';
-import { backlogByEndpoint, queueDepth } from '../store/deliveries.js';
 import { BUCKET_MS, endpointHealth, statsSeries } from '../store/delivery-stats.js';
+import { getQueues, queueTotals } from '../store/endpoint-queues.js';
 import { listEndpoints } from '../store/endpoints.js';
 import { queueSamplesSince } from '../store/queue-samples.js';
 import { listTenants } from '../store/tenants.js';
@@ -27,21 +27,30 @@ export async function listTenantViews(ctx: Context, limit: number, cursor: strin
   }));
 }
 
-/** Every endpoint of a tenant (deleted ones too) with its last 24 hours of outcomes and its backlog. */
+/**
+ * Every endpoint of a tenant (deleted ones too) with its last 24 hours of outcomes, its backlog, and
+ * how the engine treats it now: its adaptive in-flight limit and any pause (docs/architecture.md).
+ */
 export async function tenantEndpointHealth(ctx: Context, tenantId: string) {
   assertTenantId(tenantId);
   const now = ctx.clock();
-  const [active, deleted, health, backlog] = await Promise.all([
+  const [active, deleted, health] = await Promise.all([
     listEndpoints(ctx.db, tenantId, { limit: 1000, before: null, status: null }),
     listEndpoints(ctx.db, tenantId, { limit: 1000, before: null, status: 'deleted' }),
     endpointHealth(ctx.db, now - HEALTH_WINDOW_MS, tenantId),
-    backlogByEndpoint(ctx.db, tenantId),
   ]);
+  const rows = [...active, ...deleted];
+  const queues = await getQueues(
+    ctx.db,
+    rows.map((r) => r.id),
+  );
   const healthById = new Map(health.map((h) => [h.endpoint_id, h]));
-  const backlogById = new Map(backlog.map((b) => [b.endpoint_id, Number(b.n)]));
+  const queueById = new Map(queues.map((q) => [q.endpoint_id, q]));
   return {
-    data: [...active, ...deleted].map((row) => {
+    data: rows.map((row) => {
       const h = healthById.get(row.id);
+      const q = queueById.get(row.id);
+      const pausedUntil = q?.paused_until != null && Number(q.paused_until) > now ? Number(q.paused_until) : null;
       const succeeded = Number(h?.succeeded ?? 0);
       const failed = Number(h?.failed ?? 0) + Number(h?.dead ?? 0);
       return {
@@ -53,7 +62,14 @@ export async function tenantEndpointHealth(ctx: Context, tenantId: string) {
           dead: Number(h?.dead ?? 0),
           success_rate: succeeded + failed === 0 ? null : succeeded / (succeeded + failed),
         },
-        backlog: backlogById.get(row.id) ?? 0,
+        backlog: q ? Number(q.queued) + Number(q.in_flight) : 0,
+        delivery: {
+          in_flight: Number(q?.in_flight ?? 0),
+          concurrency_limit: Math.min(Number(q?.concurrency_limit ?? 0), ctx.config.endpointConcurrency),
+          concurrency_ceiling: ctx.config.endpointConcurrency,
+          paused_until: pausedUntil === null ? null : isoTime(pausedUntil),
+          circuit_open: row.circuit_open_until !== null && Number(row.circuit_open_until) > now,
+        },
       };
     }),
   };
@@ -66,7 +82,7 @@ export async function deliveryStats(ctx: Context, minutes: number, tenantId: str
   const [throughput, queue, depth, deadLetters] = await Promise.all([
     statsSeries(ctx.db, since, tenantId),
     queueSamplesSince(ctx.db, since),
-    queueDepth(ctx.db, now),
+    queueTotals(ctx.db, now),
     countDeadLetters(ctx.db),
   ]);
   const at = isoTime;

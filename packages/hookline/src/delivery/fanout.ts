@@ -1,18 +1,38 @@
 // Fan-out: each message becomes one delivery per active endpoint of its tenant whose filter matches,
-// as the endpoints are at fan-out time. One transaction per batch, so a message is fanned out exactly
-// once even if the worker dies half-way.
+// as the endpoints are at fan-out time (docs/architecture.md, "Fan-out"). Work goes in bounded
+// transactions: at most FANOUT_CHUNK deliveries each, so no transaction holds the SQLite writer for
+// more than a few milliseconds, however many endpoints subscribe. A message with more matching
+// endpoints than that is fanned out over several transactions; its `fanout_cursor` remembers the last
+// endpoint done, so a crash in between resumes where it stopped and creates nothing twice.
 import { matchesEventFilter } from '../catalogue/index.js';
 import type { Context } from '../context.js';
 import { newId } from '../ids.js';
 import { insertDeliveries, type NewDelivery } from '../store/deliveries.js';
 import { listActiveEndpoints } from '../store/endpoints.js';
-import { claimForFanout, markFannedOut } from '../store/messages.js';
+import { advanceFanout, claimForFanout } from '../store/messages.js';
 
+/** Messages read per transaction. */
 export const FANOUT_BATCH = 200;
+/** Deliveries written per transaction, and endpoints read per page. */
+export const FANOUT_CHUNK = 256;
+/** Endpoints read per transaction, matching or not. */
+const FANOUT_READ_BUDGET = 4 * FANOUT_CHUNK;
 
 export interface FanoutResult {
   messages: number;
   deliveries: number;
+}
+
+/** Parsed event filters, kept while an endpoint's `events` text is unchanged. */
+const filterCache = new Map<string, { events: string; filters: string[] }>();
+
+function filtersOf(endpoint: { id: string; events: string }): string[] {
+  const cached = filterCache.get(endpoint.id);
+  if (cached?.events === endpoint.events) return cached.filters;
+  const filters = JSON.parse(endpoint.events) as string[];
+  if (filterCache.size > 10_000) filterCache.clear();
+  filterCache.set(endpoint.id, { events: endpoint.events, filters });
+  return filters;
 }
 
 export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<FanoutResult> {
@@ -20,41 +40,47 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
     const messages = await claimForFanout(tx, limit);
     if (messages.length === 0) return { messages: 0, deliveries: 0 };
     const now = ctx.clock();
-    const endpointsByTenant = new Map<string, { id: string; filters: string[]; circuitOpen: boolean }[]>();
     const rows: NewDelivery[] = [];
+    const done: string[] = [];
+    let partial: { id: string; cursor: string } | null = null;
+    let reads = 0;
     for (const message of messages) {
-      let endpoints = endpointsByTenant.get(message.tenant_id);
-      if (!endpoints) {
-        const active = await listActiveEndpoints(tx, message.tenant_id);
-        endpoints = active.map((e) => ({
-          id: e.id,
-          filters: JSON.parse(e.events) as string[],
-          circuitOpen: e.circuit_open_until !== null,
-        }));
-        endpointsByTenant.set(message.tenant_id, endpoints);
+      let cursor = message.fanout_cursor ?? '';
+      let complete = false;
+      let full = false;
+      while (!full && reads < FANOUT_READ_BUDGET) {
+        const page = await listActiveEndpoints(tx, message.tenant_id, cursor, FANOUT_CHUNK);
+        reads += page.length;
+        for (const endpoint of page) {
+          if (rows.length >= FANOUT_CHUNK) {
+            full = true;
+            break;
+          }
+          cursor = endpoint.id;
+          if (!matchesEventFilter(filtersOf(endpoint), message.event_type)) continue;
+          rows.push({
+            id: newId('delivery', now),
+            message_id: message.id,
+            endpoint_id: endpoint.id,
+            tenant_id: message.tenant_id,
+            event_type: message.event_type,
+            next_attempt_at: now,
+            replay_of: null,
+            first_headers: null,
+          });
+        }
+        if (!full && page.length < FANOUT_CHUNK) complete = true;
+        if (complete) break;
       }
-      for (const endpoint of endpoints) {
-        if (!matchesEventFilter(endpoint.filters, message.event_type)) continue;
-        rows.push({
-          id: newId('delivery', now),
-          message_id: message.id,
-          endpoint_id: endpoint.id,
-          tenant_id: message.tenant_id,
-          event_type: message.event_type,
-          next_attempt_at: now,
-          replay_of: null,
-          first_headers: null,
-          // Behind an open circuit a new delivery waits with the endpoint's backlog.
-          status: endpoint.circuitOpen ? 'parked' : 'pending',
-        });
+      if (complete) done.push(message.id);
+      else {
+        partial = { id: message.id, cursor };
+        break;
       }
+      if (rows.length >= FANOUT_CHUNK) break;
     }
     await insertDeliveries(tx, rows, now);
-    await markFannedOut(
-      tx,
-      messages.map((m) => m.id),
-      now,
-    );
-    return { messages: messages.length, deliveries: rows.length };
+    await advanceFanout(tx, done, partial, now);
+    return { messages: done.length + (partial ? 1 : 0), deliveries: rows.length };
   });
 }

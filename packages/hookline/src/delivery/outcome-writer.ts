@@ -1,29 +1,34 @@
-// Attempt outcomes are written in batches: one transaction for many results is what lets delivery
-// throughput exceed the database's commit rate. Every write is fenced by the attempt number.
+// Attempt outcomes are written in batches (group commit): one transaction of a handful of set-based
+// statements records however many results finished together (docs/architecture.md, "Recording
+// outcomes"). Every write is fenced by the attempt number.
 import type { Context } from '../context.js';
-import { insertDeadLetter, recordReplayDeath } from '../store/dead-letters.js';
-import { markDead, markForRetry, markSucceeded, type ClaimedDelivery } from '../store/deliveries.js';
+import { insertDeadLetters, recordReplayDeaths, type DeadLetterRow } from '../store/dead-letters.js';
+import { completeDeliveries, failDeliveries, type ClaimedAttempt } from '../store/deliveries.js';
 import { BUCKET_MS, addStats, type StatsIncrement } from '../store/delivery-stats.js';
-import { disableEndpoint, markEndpointFailing, markEndpointsHealthy } from '../store/endpoints.js';
-import { afterFailure, afterSuccess } from './circuit-breaker.js';
+import { lockQueues, settleQueues, type QueueSettlement } from '../store/endpoint-queues.js';
+import { recordEndpointHealth } from './circuit-breaker.js';
 
-/** An endpoint with no successful delivery for this long is disabled. */
-export const DISABLE_FAILING_ENDPOINT_AFTER_MS = 5 * 24 * 60 * 60 * 1000;
-const FLUSH_SIZE = 128;
-const FLUSH_DELAY_MS = 5;
+const FLUSH_SIZE = 256;
+const FLUSH_DELAY_MS = 2;
 const RETRY_FLUSH_MS = 1000;
 
+/** How an attempt's answer bears on the endpoint's adaptive limit. */
+export type LoadSignal = 'fast' | 'slow' | 'congested' | 'none';
+
 interface Failure {
-  delivery: ClaimedDelivery;
+  delivery: ClaimedAttempt;
   status: number | null;
   error: string;
   /** The subscriber answered 410 Gone: it asks not to be called again. */
   gone: boolean;
+  signal: LoadSignal;
+  /** A 429/503 Retry-After: the whole endpoint waits until then. */
+  pauseUntil: number | null;
 }
 
 export type Outcome =
-  | { kind: 'succeeded'; delivery: ClaimedDelivery; status: number }
-  | ({ kind: 'retry'; nextAttemptAt: number; firstHeaders: string | null } & Failure)
+  | { kind: 'succeeded'; delivery: ClaimedAttempt; status: number; signal: LoadSignal }
+  | ({ kind: 'retry'; retryAt: number; firstHeaders: string | null } & Failure)
   | ({ kind: 'dead'; deadLetter: { id: string; original: Buffer } | null } & Failure);
 
 export class OutcomeWriter {
@@ -115,99 +120,127 @@ export class OutcomeWriter {
   }
 
   private async write(batch: readonly Outcome[]): Promise<void> {
-    const now = this.ctx.clock();
-    const bucket = Math.floor(now / BUCKET_MS) * BUCKET_MS;
-    const stats = new Map<string, StatsIncrement>();
-    const count = (d: ClaimedDelivery, field: 'succeeded' | 'failed' | 'dead') => {
-      const s = stats.get(d.endpoint_id) ?? {
-        bucket,
-        endpoint_id: d.endpoint_id,
-        tenant_id: d.tenant_id,
-        succeeded: 0,
-        failed: 0,
-        dead: 0,
-      };
-      s[field] += 1;
-      stats.set(d.endpoint_id, s);
-    };
-    const written: Outcome[] = [];
-    await this.ctx.db.transaction(async (tx) => {
-      // The store may run this again after a lost deadlock: start the tallies afresh each time.
-      stats.clear();
-      written.length = 0;
-      // One by one, so that only the rows the fence let through are counted: a stale success (its
-      // lease expired and the delivery was attempted again, or it was cancelled meanwhile) is not a
-      // second success in the stats, just as a stale failure is not a failure.
-      const successes: Outcome[] = [];
-      for (const o of batch) {
-        if (o.kind !== 'succeeded') continue;
-        const item = { id: o.delivery.id, attempt: o.delivery.attempts, status: o.status };
-        if ((await markSucceeded(tx, [item], now)) === 0) continue;
-        count(o.delivery, 'succeeded');
-        successes.push(o);
-      }
-      written.push(...successes);
-      const healthy = [...new Set(successes.map((o) => o.delivery.endpoint_id))];
-      await markEndpointsHealthy(tx, healthy);
-      for (const id of await afterSuccess(tx, healthy, now)) {
-        this.ctx.logger.info({ endpoint_id: id }, 'endpoint answered again; circuit closed');
-      }
-
-      for (const o of batch) {
-        if (o.kind === 'succeeded') continue;
-        const fence = { id: o.delivery.id, attempt: o.delivery.attempts, status: o.status, error: o.error };
-        if (o.kind === 'retry') {
-          if (
-            !(await markForRetry(
-              tx,
-              { ...fence, nextAttemptAt: o.nextAttemptAt, firstHeaders: o.firstHeaders },
-              now,
-            ))
-          )
-            continue;
-          count(o.delivery, 'failed');
-        } else {
-          if (!(await markDead(tx, fence, now))) continue;
-          if (o.delivery.replay_of) {
-            await recordReplayDeath(tx, o.delivery.replay_of, o.delivery.attempts, o.error, now);
-          } else if (o.deadLetter) {
-            await insertDeadLetter(tx, {
-              id: o.deadLetter.id,
-              delivery_id: o.delivery.id,
-              tenant_id: o.delivery.tenant_id,
-              endpoint_id: o.delivery.endpoint_id,
-              message_id: o.delivery.message_id,
-              event_type: o.delivery.event_type,
-              attempts: o.delivery.attempts,
-              last_error: o.error,
-              original: o.deadLetter.original,
-              died_at: now,
-              replayed_at: null,
-              replay_delivery_id: null,
-            });
-          }
-          count(o.delivery, 'dead');
-        }
-        written.push(o);
-        const endpointId = o.delivery.endpoint_id;
-        if (o.gone && (await disableEndpoint(tx, endpointId, 'the endpoint answered 410 Gone', now))) {
-          this.ctx.logger.warn({ endpoint_id: endpointId }, 'endpoint answered 410 Gone; disabled');
-        } else if (
-          !o.gone &&
-          (await markEndpointFailing(tx, endpointId, now, DISABLE_FAILING_ENDPOINT_AFTER_MS))
-        ) {
-          this.ctx.logger.warn({ endpoint_id: endpointId }, 'endpoint failing for days; disabled');
-        }
-        // Parks what waits for a disabled endpoint (this failure's retry included), or opens the
-        // circuit of one that has been failing for long.
-        if ((await afterFailure(tx, endpointId, now, this.ctx.config.circuitBreakAfterMs)) === 'opened') {
-          this.ctx.logger.warn({ endpoint_id: endpointId }, 'endpoint keeps failing; circuit opened');
-        }
-      }
-      await addStats(tx, stats.values());
+    const { config, logger } = this.ctx;
+    const byId = new Map(batch.map((o) => [o.delivery.id, o]));
+    const successes = batch.filter((o) => o.kind === 'succeeded');
+    const failures = batch.filter((o) => o.kind !== 'succeeded');
+    const written = await this.ctx.db.transaction(async (tx) => {
+      const now = this.ctx.clock();
+      await lockQueues(
+        tx,
+        batch.map((o) => o.delivery.endpoint_id),
+      );
+      const completed = await completeDeliveries(
+        tx,
+        successes.map((o) => ({ id: o.delivery.id, attempt: o.delivery.attempts, status: o.status })),
+        now,
+      );
+      const failed = await failDeliveries(
+        tx,
+        failures.map((o) => ({
+          id: o.delivery.id,
+          attempt: o.delivery.attempts,
+          status: o.status,
+          error: o.error,
+          retryAt: o.kind === 'retry' ? o.retryAt : null,
+          firstHeaders: o.kind === 'retry' ? o.firstHeaders : null,
+        })),
+        now,
+      );
+      // Only what the fence let through counts: a stale outcome (its lease expired and the delivery
+      // was attempted again, or it was cancelled meanwhile) is neither a success nor a failure.
+      const recorded = [...completed, ...failed].map((r) => byId.get(r.id)!);
+      const dead = recorded.filter((o) => o.kind === 'dead');
+      await recordReplayDeaths(
+        tx,
+        dead
+          .filter((o) => o.delivery.replay_of)
+          .map((o) => ({ id: o.delivery.replay_of!, attempts: o.delivery.attempts, lastError: o.error })),
+        now,
+      );
+      await insertDeadLetters(
+        tx,
+        dead.flatMap((o): DeadLetterRow[] =>
+          o.delivery.replay_of || !o.deadLetter
+            ? []
+            : [
+                {
+                  id: o.deadLetter.id,
+                  delivery_id: o.delivery.id,
+                  tenant_id: o.delivery.tenant_id,
+                  endpoint_id: o.delivery.endpoint_id,
+                  message_id: o.delivery.message_id,
+                  event_type: o.delivery.event_type,
+                  attempts: o.delivery.attempts,
+                  last_error: o.error,
+                  original: o.deadLetter.original,
+                  died_at: now,
+                  replayed_at: null,
+                  replay_delivery_id: null,
+                },
+              ],
+        ),
+      );
+      await addStats(tx, tally(recorded, now));
+      await settleQueues(tx, settlements(recorded), config.endpointConcurrency, now);
+      const health = await recordEndpointHealth(
+        tx,
+        {
+          healthy: recorded.filter((o) => o.kind === 'succeeded').map((o) => o.delivery.endpoint_id),
+          failing: recorded.filter((o) => o.kind !== 'succeeded' && !o.gone).map((o) => o.delivery.endpoint_id),
+          gone: recorded.filter((o) => o.kind !== 'succeeded' && o.gone).map((o) => o.delivery.endpoint_id),
+        },
+        now,
+        config.circuitBreakAfterMs,
+      );
+      return { recorded, health };
     });
-    for (const o of written) {
+    const { recorded, health } = written;
+    for (const id of health.closed) logger.info({ endpoint_id: id }, 'endpoint answered again; circuit closed');
+    for (const o of health.opened)
+      logger.warn({ endpoint_id: o.id, until: new Date(o.until).toISOString() }, 'endpoint keeps failing; circuit open');
+    for (const id of health.disabledGone) logger.warn({ endpoint_id: id }, 'endpoint answered 410 Gone; disabled');
+    for (const id of health.disabledFailing) logger.warn({ endpoint_id: id }, 'endpoint failing for days; disabled');
+    for (const o of recorded) {
       this.ctx.metrics.deliveries.inc({ outcome: o.kind === 'retry' ? 'failed' : o.kind });
     }
   }
+}
+
+function tally(recorded: readonly Outcome[], now: number): StatsIncrement[] {
+  const bucket = Math.floor(now / BUCKET_MS) * BUCKET_MS;
+  const stats = new Map<string, StatsIncrement>();
+  for (const o of recorded) {
+    const d = o.delivery;
+    let s = stats.get(d.endpoint_id);
+    if (!s) {
+      s = { bucket, endpoint_id: d.endpoint_id, tenant_id: d.tenant_id, succeeded: 0, failed: 0, dead: 0 };
+      stats.set(d.endpoint_id, s);
+    }
+    s[o.kind === 'retry' ? 'failed' : o.kind] += 1;
+  }
+  return [...stats.values()];
+}
+
+function settlements(recorded: readonly Outcome[]): QueueSettlement[] {
+  const byEndpoint = new Map<string, QueueSettlement>();
+  for (const o of recorded) {
+    const id = o.delivery.endpoint_id;
+    let s = byEndpoint.get(id);
+    if (!s) {
+      s = { endpoint_id: id, finished: 0, requeued: 0, requeuedDue: null, fast: 0, congested: false, pauseUntil: null };
+      byEndpoint.set(id, s);
+    }
+    s.finished += 1;
+    if (o.kind === 'retry') {
+      s.requeued += 1;
+      s.requeuedDue = s.requeuedDue === null ? o.retryAt : Math.min(s.requeuedDue, o.retryAt);
+    }
+    if (o.signal === 'fast') s.fast += 1;
+    if (o.signal === 'congested') s.congested = true;
+    if (o.kind !== 'succeeded' && o.pauseUntil !== null) {
+      s.pauseUntil = Math.max(s.pauseUntil ?? 0, o.pauseUntil);
+    }
+  }
+  return [...byEndpoint.values()];
 }

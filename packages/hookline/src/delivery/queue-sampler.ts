@@ -1,13 +1,13 @@
 // Records the backlog once a minute so operators can see it over time, not just now.
 import type { Context } from '../context.js';
 import { countDeadLetters } from '../store/dead-letters.js';
-import { queueDepth } from '../store/deliveries.js';
+import { queueTotals } from '../store/endpoint-queues.js';
 import { BUCKET_MS } from '../store/delivery-stats.js';
 import { recordQueueSample } from '../store/queue-samples.js';
 
 export async function sampleQueue(ctx: Context): Promise<void> {
   const now = ctx.clock();
-  const depth = await queueDepth(ctx.db, now);
+  const depth = await queueTotals(ctx.db, now);
   await recordQueueSample(ctx.db, {
     bucket: Math.floor(now / BUCKET_MS) * BUCKET_MS,
     ...depth,

@@ -1,24 +1,24 @@
-// The delivery worker: fans out new messages, claims due deliveries in batches, runs the attempts
-// concurrently with a per-endpoint cap, and hands outcomes to the batched writer. Any number of these
-// can run against one database (PostgreSQL): claims never overlap, and expired leases are reaped.
+// The delivery worker (docs/architecture.md, "The worker"): fans out new messages, claims due
+// deliveries in batches into a local buffer, runs the attempts concurrently and hands outcomes to the
+// group-committing writer. Per-endpoint limits live in the database (endpoint queues), so they hold
+// across any number of workers against one database (PostgreSQL); expired leases are reaped.
 import type { Context } from '../context.js';
 import { signingSecrets } from '../endpoints/signing-secrets.js';
 import { messageAad } from '../events/emit.js';
 import { newId } from '../ids.js';
 import {
-  claimDue,
-  nextDueAt,
-  releaseClaims,
-  releaseExpiredLeases,
-  type ClaimedDelivery,
+  claimDeliveries,
+  reapExpiredLeases,
+  reconcileInFlight,
+  releaseDeliveries,
+  sweepDeletedEndpoints,
+  type ClaimedAttempt,
 } from '../store/deliveries.js';
-import { getEndpointsForDelivery, type EndpointForDelivery } from '../store/endpoints.js';
-import { getPayloads } from '../store/messages.js';
+import { nextReadyAt } from '../store/endpoint-queues.js';
 import { retryDelay } from './backoff.js';
 import { deadLetterAad } from './dead-letter-codec.js';
-import { probeOpenCircuits } from './circuit-breaker.js';
 import { fanOutBatch } from './fanout.js';
-import { OutcomeWriter, type Outcome } from './outcome-writer.js';
+import { OutcomeWriter, type LoadSignal, type Outcome } from './outcome-writer.js';
 import { Sender, type SendResult } from './sender.js';
 import { Wake } from './wake.js';
 import { deliveryHeaders } from './wire.js';
@@ -27,21 +27,24 @@ export interface WorkerOptions {
   /** Longest sleep when idle; notifications usually wake the worker sooner. */
   pollIntervalMs?: number;
   reapIntervalMs?: number;
-  claimBatch?: number;
   random?: () => number;
 }
 
 /**
  * How long a claim is protected: the attempt's time-out plus slack for recording the outcome, at most
- * 30 s of it (DESIGN §6). A lease that runs out early costs at worst a duplicate attempt (fencing keeps
- * the outcomes straight), so the slack shrinks with short time-outs and crashed work returns sooner.
+ * 30 s of it (DESIGN §6 of the contract). A lease that runs out early costs at worst a duplicate
+ * attempt (fencing keeps the outcomes straight), so the slack shrinks with short time-outs and crashed
+ * work returns sooner.
  */
 export function leaseMs(deliveryTimeoutMs: number): number {
   return deliveryTimeoutMs + Math.min(30_000, Math.max(5_000, deliveryTimeoutMs));
 }
 
+/** A 2xx slower than this does not grow the endpoint's limit (it is busy enough). */
+export const FAST_ANSWER_MS = 1000;
+
 interface InFlight {
-  delivery: ClaimedDelivery;
+  delivery: ClaimedAttempt;
   abort: AbortController;
   done: Promise<void>;
 }
@@ -49,17 +52,20 @@ interface InFlight {
 export class DeliveryWorker {
   private running = false;
   private readonly inFlight = new Map<string, InFlight>();
-  private readonly perEndpoint = new Map<string, number>();
+  /** Claimed, not yet started: the prefetch buffer. */
+  private buffer: ClaimedAttempt[] = [];
   private readonly fanoutWake = new Wake();
-  private readonly deliveryWake = new Wake();
+  private readonly claimWake = new Wake();
   private readonly reaperWake = new Wake();
   private readonly sender: Sender;
   private readonly outcomes: OutcomeWriter;
   private loops: Promise<unknown> | null = null;
   private unsubscribe: (() => void) | null = null;
-  /** The delivery loop is asleep waiting for a slot to free up. */
-  private waitingForSlot = false;
   private readonly options: Required<WorkerOptions>;
+  /** Attempts in flight plus the buffer: what a claim may bring this worker up to. */
+  private readonly capacity: number;
+  /** A claim runs when at least this much of the capacity is free, not for every freed slot. */
+  private readonly lowWater: number;
 
   constructor(
     private readonly ctx: Context,
@@ -68,14 +74,18 @@ export class DeliveryWorker {
     this.options = {
       pollIntervalMs: options.pollIntervalMs ?? 1000,
       reapIntervalMs: options.reapIntervalMs ?? 5000,
-      claimBatch: options.claimBatch ?? 64,
       random: options.random ?? Math.random,
     };
+    const concurrency = ctx.config.workerConcurrency;
+    this.capacity = concurrency + Math.ceil(concurrency / 4);
+    this.lowWater = Math.max(1, Math.floor(this.capacity / 8));
     this.sender = new Sender({
       timeoutMs: ctx.config.deliveryTimeoutMs,
       allowPrivateNetworks: ctx.config.allowPrivateNetworks,
+      connectionsPerOrigin: ctx.config.endpointConcurrency,
     });
-    this.outcomes = new OutcomeWriter(ctx);
+    // Written outcomes free room in the endpoints' limits: the claimer may find work again.
+    this.outcomes = new OutcomeWriter(ctx, () => this.claimWake.fire());
   }
 
   get inFlightCount(): number {
@@ -87,9 +97,9 @@ export class DeliveryWorker {
     this.running = true;
     this.unsubscribe = await this.ctx.signal.onWake(() => {
       this.fanoutWake.fire();
-      this.deliveryWake.fire();
+      this.claimWake.fire();
     });
-    this.loops = Promise.all([this.fanoutLoop(), this.deliveryLoop(), this.reaperLoop()]);
+    this.loops = Promise.all([this.fanoutLoop(), this.claimLoop(), this.reaperLoop()]);
   }
 
   /** Stops claiming, lets attempts in flight finish until `graceMs`, then interrupts and releases the rest. */
@@ -98,24 +108,32 @@ export class DeliveryWorker {
     this.running = false;
     this.unsubscribe?.();
     this.fanoutWake.fire();
-    this.deliveryWake.fire();
+    this.claimWake.fire();
     this.reaperWake.fire();
     await this.loops;
+    const unstarted = this.buffer;
+    this.buffer = [];
     const drained = Promise.all([...this.inFlight.values()].map((f) => f.done));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([drained, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
     clearTimeout(timer);
-    const interrupted = [...this.inFlight.values()];
-    for (const f of interrupted) f.abort.abort();
+    const interrupted = [...this.inFlight.values()].map((f) => {
+      f.abort.abort();
+      return f.delivery;
+    });
     await this.outcomes.close();
-    if (interrupted.length > 0) {
-      await releaseClaims(
-        this.ctx.db,
-        interrupted.map((f) => ({ id: f.delivery.id, attempt: f.delivery.attempts })),
-        this.ctx.clock(),
-      ).catch((err: unknown) =>
-        this.ctx.logger.warn({ err }, 'could not release claims; their leases will expire'),
-      );
+    const release = [...unstarted, ...interrupted];
+    if (release.length > 0) {
+      await this.ctx.db
+        .transaction((tx) =>
+          releaseDeliveries(
+            tx,
+            release.map((d) => ({ id: d.id, attempt: d.attempts, endpoint_id: d.endpoint_id })),
+            this.ctx.clock(),
+            this.ctx.config.endpointConcurrency,
+          ),
+        )
+        .catch((err: unknown) => this.ctx.logger.warn({ err }, 'could not release claims; their leases will expire'));
     }
     await this.sender.close();
   }
@@ -125,7 +143,7 @@ export class DeliveryWorker {
       try {
         const result = await fanOutBatch(this.ctx);
         if (result.deliveries > 0) {
-          this.deliveryWake.fire();
+          this.claimWake.fire();
           this.ctx.signal.notify();
         }
         if (result.messages > 0) continue;
@@ -137,17 +155,17 @@ export class DeliveryWorker {
   }
 
   private async reaperLoop(): Promise<void> {
+    const { db, config } = this.ctx;
     while (this.running) {
       try {
-        const released = await releaseExpiredLeases(this.ctx.db, this.ctx.clock());
+        const now = this.ctx.clock();
+        const released = await db.transaction((tx) => reapExpiredLeases(tx, now, config.endpointConcurrency));
         if (released > 0) {
           this.ctx.logger.warn({ released }, 'released deliveries whose worker lease expired');
-          this.deliveryWake.fire();
+          this.claimWake.fire();
         }
-        const { endpointConcurrency, deliveryTimeoutMs } = this.ctx.config;
-        if ((await probeOpenCircuits(this.ctx, endpointConcurrency, leaseMs(deliveryTimeoutMs))) > 0) {
-          this.deliveryWake.fire();
-        }
+        if ((await db.transaction((tx) => reconcileInFlight(tx))) > 0) this.claimWake.fire();
+        await db.transaction((tx) => sweepDeletedEndpoints(tx, now));
       } catch (err) {
         this.ctx.logger.error({ err }, 'lease reaper failed');
       }
@@ -155,48 +173,44 @@ export class DeliveryWorker {
     }
   }
 
-  private saturatedEndpoints(): string[] {
-    const cap = this.ctx.config.endpointConcurrency;
-    return [...this.perEndpoint].filter(([, n]) => n >= cap).map(([id]) => id);
-  }
-
-  private async deliveryLoop(): Promise<void> {
-    const { workerConcurrency, endpointConcurrency, deliveryTimeoutMs } = this.ctx.config;
+  /**
+   * Keeps the buffer filled: claims when a good part of the capacity is free (or the worker is idle),
+   * as much as is free, and otherwise sleeps until woken (outcomes written, new work notified) or the
+   * next endpoint becomes ready.
+   */
+  private async claimLoop(): Promise<void> {
+    const { config } = this.ctx;
     while (this.running) {
-      const free = workerConcurrency - this.inFlight.size;
-      const saturated = this.saturatedEndpoints();
-      if (free > 0) {
+      const held = this.inFlight.size + this.buffer.length;
+      const room = this.capacity - held;
+      let claimed = 0;
+      if (room >= this.lowWater || (held === 0 && room > 0)) {
         try {
           const now = this.ctx.clock();
-          const claimed = await claimDue(this.ctx.db, {
+          const batch = await claimDeliveries(this.ctx.db, {
             now,
-            leaseUntil: now + leaseMs(deliveryTimeoutMs),
-            limit: Math.min(free, this.options.claimBatch),
-            perEndpoint: endpointConcurrency,
-            excludeEndpoints: saturated,
-            inFlight: Object.fromEntries(this.perEndpoint),
+            leaseUntil: now + leaseMs(config.deliveryTimeoutMs),
+            limit: room,
+            ceiling: config.endpointConcurrency,
           });
-          if (claimed.length > 0) {
-            await this.begin(claimed);
-            continue;
+          claimed = batch.length;
+          if (claimed > 0) {
+            this.buffer.push(...batch);
+            this.dispatch();
+            if (claimed === room) continue;
           }
         } catch (err) {
           this.ctx.logger.error({ err }, 'claiming deliveries failed; retrying');
         }
       }
-      this.waitingForSlot = free <= 0 || saturated.length > 0;
-      await this.deliveryWake.sleep(free > 0 ? await this.idleDelay(saturated) : this.options.pollIntervalMs);
-      this.waitingForSlot = false;
+      await this.claimWake.sleep(claimed > 0 || room < this.lowWater ? this.options.pollIntervalMs : await this.idleDelay());
     }
   }
 
-  /**
-   * Sleeps until the next scheduled retry is due, or the poll interval, whichever is sooner. Work of
-   * saturated endpoints does not count: a freed slot wakes the loop (finish), not a timer.
-   */
-  private async idleDelay(saturated: readonly string[]): Promise<number> {
+  /** Until the next endpoint becomes ready, or the poll interval, whichever is sooner. */
+  private async idleDelay(): Promise<number> {
     try {
-      const next = await nextDueAt(this.ctx.db, saturated);
+      const next = await nextReadyAt(this.ctx.db);
       if (next === null) return this.options.pollIntervalMs;
       return Math.max(1, Math.min(this.options.pollIntervalMs, next - this.ctx.clock()));
     } catch {
@@ -204,65 +218,29 @@ export class DeliveryWorker {
     }
   }
 
-  private async begin(claimed: ClaimedDelivery[]): Promise<void> {
-    const endpoints = new Map<string, EndpointForDelivery>();
-    const bodies = new Map<string, string>();
-    try {
-      for (const e of await getEndpointsForDelivery(this.ctx.db, [
-        ...new Set(claimed.map((d) => d.endpoint_id)),
-      ])) {
-        endpoints.set(e.id, e);
-      }
-      for (const m of await getPayloads(this.ctx.db, [...new Set(claimed.map((d) => d.message_id))])) {
-        try {
-          bodies.set(m.id, this.ctx.envelope.openText(m.payload, messageAad(m.id)));
-        } catch (err) {
-          // One unreadable message (wrong HOOKLINE_ENCRYPTION_KEY, damaged row) fails its own
-          // deliveries below; it must not hold up the rest of the batch.
-          this.ctx.logger.error({ err, message_id: m.id }, 'stored message cannot be decrypted');
-        }
-      }
-    } catch (err) {
-      // The claims stay leased; the reaper hands them out again when the leases expire.
-      this.ctx.logger.error({ err }, 'could not load claimed deliveries');
-      return;
-    }
-    for (const delivery of claimed) {
+  /** Starts buffered attempts while slots are free; payloads and secrets are opened once per batch. */
+  private dispatch(): void {
+    const free = this.ctx.config.workerConcurrency - this.inFlight.size;
+    if (free <= 0 || this.buffer.length === 0) return;
+    const starting = this.buffer.splice(0, free);
+    const opened = new Opened(this.ctx);
+    for (const delivery of starting) {
       const abort = new AbortController();
       const entry: InFlight = { delivery, abort, done: Promise.resolve() };
       this.inFlight.set(delivery.id, entry);
-      this.perEndpoint.set(delivery.endpoint_id, (this.perEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
-      entry.done = this.attempt(
-        delivery,
-        endpoints.get(delivery.endpoint_id),
-        bodies.get(delivery.message_id),
-        abort,
-      )
+      entry.done = this.attempt(delivery, opened, abort)
         .catch((err: unknown) => this.ctx.logger.error({ err, delivery_id: delivery.id }, 'attempt crashed'))
         .finally(() => this.finish(delivery));
     }
   }
 
-  private finish(delivery: ClaimedDelivery): void {
-    const { workerConcurrency, endpointConcurrency } = this.ctx.config;
-    const wasFull = this.inFlight.size >= workerConcurrency;
+  private finish(delivery: ClaimedAttempt): void {
     this.inFlight.delete(delivery.id);
-    const before = this.perEndpoint.get(delivery.endpoint_id) ?? 1;
-    const left = before - 1;
-    if (left > 0) this.perEndpoint.set(delivery.endpoint_id, left);
-    else this.perEndpoint.delete(delivery.endpoint_id);
-    // A slot the loop may be waiting for came free. Also fired when the loop is not asleep yet (it may
-    // be mid-claim, having seen the endpoint saturated): Wake remembers it, so the slot is not missed
-    // until the next poll.
-    if (this.waitingForSlot || wasFull || before >= endpointConcurrency) this.deliveryWake.fire();
+    if (this.buffer.length > 0) this.dispatch();
+    else if (this.capacity - this.inFlight.size >= this.lowWater) this.claimWake.fire();
   }
 
-  private async attempt(
-    delivery: ClaimedDelivery,
-    endpoint: EndpointForDelivery | undefined,
-    body: string | undefined,
-    abort: AbortController,
-  ): Promise<void> {
+  private async attempt(delivery: ClaimedAttempt, opened: Opened, abort: AbortController): Promise<void> {
     const log = this.ctx.logger.child({
       delivery_id: delivery.id,
       endpoint_id: delivery.endpoint_id,
@@ -270,25 +248,17 @@ export class DeliveryWorker {
       attempt: delivery.attempts,
     });
     const maxAttempts = 1 + this.ctx.config.maxRetries;
-    const now = this.ctx.clock();
-    let secrets: string[] | null = null;
-    try {
-      secrets = endpoint ? signingSecrets(this.ctx.envelope, endpoint, now) : null;
-    } catch (err) {
-      log.error({ err }, 'signing secret cannot be decrypted');
-    }
-    if (!endpoint || body === undefined || secrets === null) {
+    const started = this.ctx.clock();
+    const body = opened.body(delivery);
+    const secrets = opened.secrets(delivery, started);
+    if (body === null || secrets === null) {
       // Counted as a failed attempt, so it ends (dead, without a record of a body it cannot read)
       // instead of being claimed again every lease period. The usual cause is a wrong
       // HOOKLINE_ENCRYPTION_KEY (or a missing HOOKLINE_PREVIOUS_ENCRYPTION_KEYS after a rotation).
-      const error = !endpoint
-        ? 'endpoint not found'
-        : body === undefined
-          ? 'stored message cannot be decrypted'
-          : 'signing secret cannot be decrypted';
+      const error = body === null ? 'stored message cannot be decrypted' : 'signing secret cannot be decrypted';
       log.error(`attempt impossible: ${error}`);
       const failure = { ok: false, status: null, error, retryAfterMs: null, durationMs: 0 };
-      await this.outcomes.push(this.judge(delivery, failure, {}, body ?? null, maxAttempts, now));
+      await this.outcomes.push(this.judge(delivery, failure, {}, body, maxAttempts));
       return;
     }
     const headers = deliveryHeaders({
@@ -296,7 +266,7 @@ export class DeliveryWorker {
       eventType: delivery.event_type,
       body,
       secrets,
-      nowMs: now,
+      nowMs: started,
     });
     // Attempts past the limit come from leases that expired (a worker died mid-attempt): give up
     // rather than exceed the promised number of attempts.
@@ -309,30 +279,33 @@ export class DeliveryWorker {
             retryAfterMs: null,
             durationMs: 0,
           }
-        : await this.sender.send({ url: endpoint.url, headers, body }, abort.signal);
+        : await this.sender.send({ url: delivery.url, headers, body }, abort.signal);
     if (abort.signal.aborted) return; // shutting down: the claim is released, not judged
     this.ctx.metrics.attemptSeconds.observe(result.durationMs / 1000);
-    await this.outcomes.push(this.judge(delivery, result, headers, body, maxAttempts, now));
-    log.debug(
-      { status: result.status, ok: result.ok, ms: Math.round(result.durationMs) },
-      'attempt finished',
-    );
+    await this.outcomes.push(this.judge(delivery, result, headers, body, maxAttempts));
+    if (log.isLevelEnabled('debug')) {
+      log.debug({ status: result.status, ok: result.ok, ms: Math.round(result.durationMs) }, 'attempt finished');
+    }
   }
 
   private judge(
-    delivery: ClaimedDelivery,
+    delivery: ClaimedAttempt,
     result: SendResult,
     headers: Record<string, string>,
     body: string | null,
     maxAttempts: number,
-    now: number,
   ): Outcome {
-    if (result.ok) return { kind: 'succeeded', delivery, status: result.status ?? 200 };
+    // Backoff counts from the end of the attempt: a retry is never due before its attempt was over.
+    const now = this.ctx.clock();
+    const signal = loadSignal(result);
+    if (result.ok) return { kind: 'succeeded', delivery, status: result.status ?? 200, signal };
     const failure = {
       delivery,
       status: result.status,
       error: result.error ?? 'failed',
       gone: result.status === 410,
+      signal,
+      pauseUntil: result.retryAfterMs === null ? null : now + result.retryAfterMs,
     };
     if (delivery.attempts >= maxAttempts) {
       if (delivery.replay_of || body === null) return { kind: 'dead', ...failure, deadLetter: null };
@@ -340,10 +313,7 @@ export class DeliveryWorker {
       const firstHeaders = delivery.first_headers
         ? (JSON.parse(delivery.first_headers) as Record<string, string>)
         : headers;
-      const original = this.ctx.envelope.seal(
-        JSON.stringify({ body, headers: firstHeaders }),
-        deadLetterAad(id),
-      );
+      const original = this.ctx.envelope.seal(JSON.stringify({ body, headers: firstHeaders }), deadLetterAad(id));
       return { kind: 'dead', ...failure, deadLetter: { id, original } };
     }
     const delay = retryDelay(
@@ -355,8 +325,56 @@ export class DeliveryWorker {
     return {
       kind: 'retry',
       ...failure,
-      nextAttemptAt: now + delay,
+      retryAt: now + delay,
       firstHeaders: delivery.first_headers || body === null ? null : JSON.stringify(headers),
     };
+  }
+}
+
+/**
+ * What an answer says about the endpoint's capacity: a quick 2xx is room to grow; time-outs,
+ * connection errors, 5xx and 429 are congestion; other answers (4xx) say nothing about load.
+ */
+export function loadSignal(result: SendResult): LoadSignal {
+  if (result.ok) return result.durationMs < FAST_ANSWER_MS ? 'fast' : 'slow';
+  if (result.status === null || result.status >= 500 || result.status === 429) return 'congested';
+  return 'none';
+}
+
+/** Decrypts each message payload and endpoint secret once for the attempts started together. */
+class Opened {
+  private readonly bodies = new Map<string, string | null>();
+  private readonly secretsByEndpoint = new Map<string, string[] | null>();
+
+  constructor(private readonly ctx: Context) {}
+
+  body(d: ClaimedAttempt): string | null {
+    let body = this.bodies.get(d.message_id);
+    if (body === undefined) {
+      try {
+        body = this.ctx.envelope.openText(d.payload, messageAad(d.message_id));
+      } catch (err) {
+        // One unreadable message (wrong HOOKLINE_ENCRYPTION_KEY, damaged row) fails its own
+        // deliveries; it must not hold up the rest of the batch.
+        this.ctx.logger.error({ err, message_id: d.message_id }, 'stored message cannot be decrypted');
+        body = null;
+      }
+      this.bodies.set(d.message_id, body);
+    }
+    return body;
+  }
+
+  secrets(d: ClaimedAttempt, now: number): string[] | null {
+    let secrets = this.secretsByEndpoint.get(d.endpoint_id);
+    if (secrets === undefined) {
+      try {
+        secrets = signingSecrets(this.ctx.envelope, { ...d, id: d.endpoint_id }, now);
+      } catch (err) {
+        this.ctx.logger.error({ err, endpoint_id: d.endpoint_id }, 'signing secret cannot be decrypted');
+        secrets = null;
+      }
+      this.secretsByEndpoint.set(d.endpoint_id, secrets);
+    }
+    return secrets;
   }
 }

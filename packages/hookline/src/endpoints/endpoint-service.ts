@@ -8,7 +8,8 @@ import { isId, newId } from '../ids.js';
 import { checkCursor, isoTime, toPage, type Page } from '../pagination.js';
 import { checkEndpointUrl } from '../net/index.js';
 import { releaseEndpoint } from '../delivery/circuit-breaker.js';
-import { cancelPendingForEndpoint } from '../store/deliveries.js';
+import { cancelForEndpoint } from '../store/deliveries.js';
+import { createQueue, lockQueues, setQueueActive } from '../store/endpoint-queues.js';
 import {
   getEndpoint,
   insertEndpoint,
@@ -131,6 +132,7 @@ export async function createEndpoint(
   await ctx.db.transaction(async (tx) => {
     await ensureTenant(tx, tenantId, now);
     await insertEndpoint(tx, row);
+    await createQueue(tx, id);
   });
   return { ...toEndpointView(row), signing_secret: secret };
 }
@@ -173,10 +175,10 @@ export async function patchEndpoint(
   }
   const now = ctx.clock();
   const updated = await ctx.db.transaction(async (tx) => {
-    const result = await updateEndpoint(tx, id, changes, now);
-    // Re-enabled: a fresh start, with the deliveries that waited while it was disabled due now.
+    // Re-enabled: a fresh start, with the deliveries that waited while it was disabled due now. The
+    // queue row goes first: the lock order (store/endpoint-queues.ts).
     if (input.status === 'active') await releaseEndpoint(tx, id, now);
-    return result;
+    return updateEndpoint(tx, id, changes, now);
   });
   if (input.status === 'active') ctx.signal.notify();
   return toEndpointView(updated ?? row);
@@ -187,9 +189,9 @@ export async function deleteEndpoint(ctx: Context, tenantId: string, id: string)
   if (row.status === 'deleted') return toEndpointView(row);
   const now = ctx.clock();
   const updated = await ctx.db.transaction(async (tx) => {
-    const result = await updateEndpoint(tx, id, { status: 'deleted', deleted_at: now }, now);
-    await cancelPendingForEndpoint(tx, id, now);
-    return result;
+    await lockQueues(tx, [id]);
+    await cancelForEndpoint(tx, id, now);
+    return updateEndpoint(tx, id, { status: 'deleted', deleted_at: now }, now);
   });
   return toEndpointView(updated ?? row);
 }
@@ -202,18 +204,16 @@ export async function restoreEndpoint(ctx: Context, tenantId: string, id: string
       `this endpoint is ${row.status}, not deleted; nothing to restore`,
     );
   }
-  const updated = await updateEndpoint(
-    ctx.db,
-    id,
-    {
-      status: 'active',
-      deleted_at: null,
-      disabled_reason: null,
-      failing_since: null,
-      circuit_open_until: null,
-    },
-    ctx.clock(),
-  );
+  const now = ctx.clock();
+  const updated = await ctx.db.transaction(async (tx) => {
+    await setQueueActive(tx, id, true, now);
+    return updateEndpoint(
+      tx,
+      id,
+      { status: 'active', deleted_at: null, disabled_reason: null, failing_since: null, circuit_open_until: null },
+      now,
+    );
+  });
   return toEndpointView(updated ?? row);
 }
 

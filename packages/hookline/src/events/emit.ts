@@ -4,8 +4,13 @@ import { isEventType, validateEventData } from '../catalogue/index.js';
 import type { Context } from '../context.js';
 import { HooklineError } from '../errors.js';
 import { newId } from '../ids.js';
-import type { Queryable } from '../store/db.js';
-import { findByIdempotencyKey, insertMessage, releaseIdempotencyKey } from '../store/messages.js';
+import { isUniqueViolation, type Queryable } from '../store/db.js';
+import {
+  findByIdempotencyKey,
+  insertMessages,
+  releaseIdempotencyKey,
+  type MessageRow,
+} from '../store/messages.js';
 import { ensureTenant } from '../store/tenants.js';
 import { assertTenantId } from '../tenants.js';
 
@@ -50,11 +55,6 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
-function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: string }).code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE';
-}
-
 function validate(input: EmitInput): string {
   assertTenantId(input.tenantId);
   if (!isEventType(input.type)) {
@@ -86,64 +86,158 @@ function validate(input: EmitInput): string {
   return body;
 }
 
+interface Prepared {
+  input: EmitInput;
+  body: string;
+  key: string | null;
+  fingerprint: string | null;
+}
+
+interface Waiting extends Prepared {
+  resolve: (result: EmitResult) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Emits written per transaction at most. */
+const GROUP_LIMIT = 256;
+
+/**
+ * Writes emits durably with group commit (docs/architecture.md, "Emitting"): emits that arrive while a
+ * write is under way wait and go together in the next transaction, as one multi-row insert, and each
+ * is answered only once that transaction has committed. With no write under way an emit goes at once,
+ * so an idle service adds no delay.
+ */
 export class Emitter {
   /** Tenants known to exist already, to spare a write per emit. */
   private readonly knownTenants = new Set<string>();
+  private waiting: Waiting[] = [];
+  private writing = false;
 
   constructor(private readonly ctx: Context) {}
 
-  async emit(input: EmitInput): Promise<EmitResult> {
-    const body = validate(input);
-    const key = input.idempotencyKey ?? null;
-    const fingerprint =
-      key === null ? null : this.ctx.envelope.digest(canonicalJson({ type: input.type, data: input.data }));
+  emit(input: EmitInput): Promise<EmitResult> {
+    let prepared: Prepared;
+    try {
+      const body = validate(input);
+      const key = input.idempotencyKey ?? null;
+      const fingerprint =
+        key === null ? null : this.ctx.envelope.digest(canonicalJson({ type: input.type, data: input.data }));
+      prepared = { input, body, key, fingerprint };
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Promise<EmitResult>((resolve, reject) => {
+      this.waiting.push({ ...prepared, resolve, reject });
+      if (!this.writing) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.writing = true;
+    try {
+      while (this.waiting.length > 0) {
+        const group = this.takeGroup();
+        await this.writeGroup(group);
+      }
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  /** The next group: one emit per tenant and Idempotency-Key, so no group races with itself. */
+  private takeGroup(): Waiting[] {
+    const group: Waiting[] = [];
+    const rest: Waiting[] = [];
+    const keys = new Set<string>();
+    for (const w of this.waiting) {
+      const k = w.key === null ? null : `${w.input.tenantId}\u0000${w.key}`;
+      if (group.length >= GROUP_LIMIT || (k !== null && keys.has(k))) rest.push(w);
+      else {
+        if (k !== null) keys.add(k);
+        group.push(w);
+      }
+    }
+    this.waiting = rest;
+    return group;
+  }
+
+  private async writeGroup(group: Waiting[]): Promise<void> {
+    let results: (EmitResult | HooklineError)[];
+    try {
+      results = await this.ctx.db.transaction((tx) => this.write(tx, group));
+    } catch (err) {
+      // One emit spoilt the group (most likely a key another process inserted meanwhile): each goes
+      // alone, so only that one fails, or reads the winner's answer.
+      if (group.length > 1 || isUniqueViolation(err)) {
+        for (const w of group) await this.writeGroup1(w);
+      } else group[0]!.reject(err);
+      return;
+    }
+    for (const w of group) this.knownTenants.add(w.input.tenantId);
+    if (results.some((r) => !(r instanceof HooklineError) && !r.replayed)) this.ctx.signal.notify();
+    group.forEach((w, i) => {
+      const r = results[i]!;
+      if (r instanceof HooklineError) w.reject(r);
+      else w.resolve(r);
+    });
+  }
+
+  private async writeGroup1(w: Waiting): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const result = await this.ctx.db.transaction((tx) => this.write(tx, input, body, key, fingerprint));
-        if (!result.replayed) this.ctx.signal.notify();
-        this.knownTenants.add(input.tenantId);
-        return result;
+        const [result] = await this.ctx.db.transaction((tx) => this.write(tx, [w]));
+        if (result instanceof HooklineError) throw result;
+        if (!result!.replayed) this.ctx.signal.notify();
+        this.knownTenants.add(w.input.tenantId);
+        w.resolve(result!);
+        return;
       } catch (err) {
         // Two requests with the same new key raced: the loser reads the winner's answer.
-        if (attempt === 0 && key !== null && isUniqueViolation(err)) continue;
-        throw err;
+        if (attempt === 0 && w.key !== null && isUniqueViolation(err)) continue;
+        w.reject(err);
+        return;
       }
     }
   }
 
-  private async write(
-    tx: Queryable,
-    input: EmitInput,
-    body: string,
-    key: string | null,
-    fingerprint: string | null,
-  ): Promise<EmitResult> {
+  /** Writes a group in `tx`: keyed emits check their key first, new messages go in one insert. */
+  private async write(tx: Queryable, group: readonly Prepared[]): Promise<(EmitResult | HooklineError)[]> {
     const now = this.ctx.clock();
-    if (key !== null) {
-      const existing = await findByIdempotencyKey(tx, input.tenantId, key);
-      if (existing && now - Number(existing.created_at) < IDEMPOTENCY_WINDOW_MS) {
-        if (existing.idempotency_fingerprint !== fingerprint) {
-          throw new HooklineError(
-            'idempotency_conflict',
-            'this Idempotency-Key was already used with a different event in the last 24 hours',
+    const results: (EmitResult | HooklineError)[] = [];
+    const rows: MessageRow[] = [];
+    const tenants = new Set<string>();
+    for (const p of group) {
+      if (p.key !== null) {
+        const existing = await findByIdempotencyKey(tx, p.input.tenantId, p.key);
+        if (existing && now - Number(existing.created_at) < IDEMPOTENCY_WINDOW_MS) {
+          results.push(
+            existing.idempotency_fingerprint !== p.fingerprint
+              ? new HooklineError(
+                  'idempotency_conflict',
+                  'this Idempotency-Key was already used with a different event in the last 24 hours',
+                )
+              : { id: existing.id, replayed: true },
           );
+          continue;
         }
-        return { id: existing.id, replayed: true };
+        if (existing) await releaseIdempotencyKey(tx, existing.id);
       }
-      if (existing) await releaseIdempotencyKey(tx, existing.id);
+      if (!this.knownTenants.has(p.input.tenantId)) tenants.add(p.input.tenantId);
+      const id = newId('message', now);
+      rows.push({
+        id,
+        tenant_id: p.input.tenantId,
+        event_type: p.input.type,
+        payload: this.ctx.envelope.seal(p.body, messageAad(id)),
+        idempotency_key: p.key,
+        idempotency_fingerprint: p.fingerprint,
+        created_at: now,
+        fanned_out_at: null,
+      });
+      results.push({ id, replayed: false });
     }
-    if (!this.knownTenants.has(input.tenantId)) await ensureTenant(tx, input.tenantId, now);
-    const id = newId('message', now);
-    await insertMessage(tx, {
-      id,
-      tenant_id: input.tenantId,
-      event_type: input.type,
-      payload: this.ctx.envelope.seal(body, messageAad(id)),
-      idempotency_key: key,
-      idempotency_fingerprint: fingerprint,
-      created_at: now,
-      fanned_out_at: null,
-    });
-    return { id, replayed: false };
+    for (const tenant of [...tenants].sort()) await ensureTenant(tx, tenant, now);
+    await insertMessages(tx, rows);
+    return results;
   }
 }

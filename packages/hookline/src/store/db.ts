@@ -13,7 +13,20 @@ export interface Queryable {
   run(sql: string, params?: readonly SqlValue[]): Promise<number>;
 }
 
+/** Wake-ups between processes sharing one database (PostgreSQL's NOTIFY/LISTEN). */
+export interface Notifications {
+  notify(channel: string): Promise<void>;
+  /** Calls `onNotify` for each notification on `channel` until the returned close is called. */
+  listen(
+    channel: string,
+    onNotify: () => void,
+    log: { warn(obj: object, msg: string): void },
+  ): Promise<() => Promise<void>>;
+}
+
 export interface Db extends Queryable {
+  /** Present where other processes may share the database. */
+  readonly notifications?: Notifications;
   /** All statements of `fn` commit together or not at all. Keep network I/O out of `fn`. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
@@ -35,4 +48,48 @@ export function jsonTextArray(dialect: Dialect, n: number): string {
   return dialect === 'postgres'
     ? `SELECT jsonb_array_elements_text($${n}::jsonb)`
     : `SELECT value FROM json_each($${n})`;
+}
+
+export type RecordColumnType = 'text' | 'int' | 'bigint';
+
+/**
+ * A FROM item `AS alias` yielding one row per element of the JSON array of objects passed as
+ * parameter `$n`, with the named columns: the shape set-based transitions take their rows in, one
+ * parameter whatever the batch size (docs/architecture.md, "Set-based transitions"). Column names
+ * should not clash with the updated table's, so `RETURNING` stays unambiguous in both dialects.
+ */
+export function jsonRecords(
+  dialect: Dialect,
+  n: number,
+  columns: Readonly<Record<string, RecordColumnType>>,
+  alias = 't',
+): string {
+  const names = Object.keys(columns);
+  if (dialect === 'postgres') {
+    const defs = names.map((c) => `${c} ${columns[c]}`).join(', ');
+    return `jsonb_to_recordset($${n}::jsonb) AS ${alias}(${defs})`;
+  }
+  const picks = names.map((c) => `value ->> '${c}' AS ${c}`).join(', ');
+  return `(SELECT ${picks} FROM json_each($${n})) AS ${alias}`;
+}
+
+/** The smaller / larger of non-null expressions. */
+export function least(dialect: Dialect, ...exprs: string[]): string {
+  return `${dialect === 'postgres' ? 'LEAST' : 'MIN'}(${exprs.join(', ')})`;
+}
+
+export function greatest(dialect: Dialect, ...exprs: string[]): string {
+  return `${dialect === 'postgres' ? 'GREATEST' : 'MAX'}(${exprs.join(', ')})`;
+}
+
+/** Row locks for the rest of the transaction; SQLite's one writer needs none. */
+export function forUpdate(dialect: Dialect, skipLocked = false, of?: string): string {
+  if (dialect !== 'postgres') return '';
+  return `FOR UPDATE${of ? ` OF ${of}` : ''}${skipLocked ? ' SKIP LOCKED' : ''}`;
+}
+
+/** A unique constraint refused the write (both drivers' codes). */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: string }).code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }

@@ -1,4 +1,4 @@
-import type { Queryable, SqlValue } from './db.js';
+import { jsonRecords, placeholders, type Queryable, type SqlValue } from './db.js';
 
 export interface DeadLetterRow {
   id: string;
@@ -18,39 +18,47 @@ export interface DeadLetterRow {
 
 export type DeadLetterSummary = Omit<DeadLetterRow, 'original'> & { replay_status: string | null };
 
-export async function insertDeadLetter(q: Queryable, row: DeadLetterRow): Promise<void> {
-  await q.run(
-    `INSERT INTO dead_letters (id, delivery_id, tenant_id, endpoint_id, message_id, event_type, attempts,
-       last_error, original, died_at, replayed_at, replay_delivery_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-    [
-      row.id,
-      row.delivery_id,
-      row.tenant_id,
-      row.endpoint_id,
-      row.message_id,
-      row.event_type,
-      row.attempts,
-      row.last_error,
-      row.original,
-      row.died_at,
-      row.replayed_at,
-      row.replay_delivery_id,
-    ],
-  );
+const DEAD_LETTER_COLUMNS = 12;
+
+/** Writes the records of deliveries that died, one multi-row insert per few hundred. */
+export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterRow[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += 200) {
+    const chunk = rows.slice(start, start + 200);
+    const params: SqlValue[] = [];
+    const tuples = chunk.map((row, i) => {
+      params.push(row.id, row.delivery_id, row.tenant_id, row.endpoint_id, row.message_id, row.event_type);
+      params.push(row.attempts, row.last_error, row.original, row.died_at, row.replayed_at, row.replay_delivery_id);
+      return `(${placeholders(DEAD_LETTER_COLUMNS, i * DEAD_LETTER_COLUMNS + 1)})`;
+    });
+    await q.run(
+      `INSERT INTO dead_letters (id, delivery_id, tenant_id, endpoint_id, message_id, event_type, attempts,
+         last_error, original, died_at, replayed_at, replay_delivery_id)
+       VALUES ${tuples.join(', ')}`,
+      params,
+    );
+  }
 }
 
-/** A replay that dies again updates the record it came from instead of adding a second one. */
-export async function recordReplayDeath(
+export async function insertDeadLetter(q: Queryable, row: DeadLetterRow): Promise<void> {
+  await insertDeadLetters(q, [row]);
+}
+
+/** Replays that died again update the records they came from instead of adding second ones. */
+export async function recordReplayDeaths(
   q: Queryable,
-  id: string,
-  attempts: number,
-  lastError: string | null,
+  deaths: readonly { id: string; attempts: number; lastError: string | null }[],
   now: number,
 ): Promise<void> {
+  if (deaths.length === 0) return;
+  const t = jsonRecords(q.dialect, 1, { item_id: 'text', item_attempts: 'int', item_error: 'text' });
   await q.run(
-    'UPDATE dead_letters SET attempts = attempts + $2, last_error = $3, died_at = $4 WHERE id = $1',
-    [id, attempts, lastError, now],
+    `UPDATE dead_letters SET attempts = dead_letters.attempts + t.item_attempts, last_error = t.item_error,
+       died_at = $2
+     FROM ${t} WHERE dead_letters.id = t.item_id`,
+    [
+      JSON.stringify(deaths.map((d) => ({ item_id: d.id, item_attempts: d.attempts, item_error: d.lastError }))),
+      now,
+    ],
   );
 }
 

@@ -1,6 +1,6 @@
 // Per-minute, per-endpoint outcome counters: what the console charts and health columns read,
 // without keeping a row per attempt forever.
-import type { Queryable } from './db.js';
+import { jsonRecords, type Queryable } from './db.js';
 
 export const BUCKET_MS = 60_000;
 
@@ -13,18 +13,30 @@ export interface StatsIncrement {
   dead: number;
 }
 
+/** Adds a flush's counts, one upsert for all its endpoints, in key order. */
 export async function addStats(q: Queryable, increments: Iterable<StatsIncrement>): Promise<void> {
-  for (const s of increments) {
-    await q.run(
-      `INSERT INTO delivery_stats (bucket, endpoint_id, tenant_id, succeeded, failed, dead)
-       VALUES ($1, $2, $3, $4, $5, $6)
-       ON CONFLICT (bucket, endpoint_id) DO UPDATE SET
-         succeeded = delivery_stats.succeeded + excluded.succeeded,
-         failed = delivery_stats.failed + excluded.failed,
-         dead = delivery_stats.dead + excluded.dead`,
-      [s.bucket, s.endpoint_id, s.tenant_id, s.succeeded, s.failed, s.dead],
-    );
-  }
+  const rows = [...increments].sort((a, b) =>
+    a.bucket !== b.bucket ? a.bucket - b.bucket : a.endpoint_id < b.endpoint_id ? -1 : 1,
+  );
+  if (rows.length === 0) return;
+  const t = jsonRecords(q.dialect, 1, {
+    bucket: 'bigint',
+    endpoint_id: 'text',
+    tenant_id: 'text',
+    succeeded: 'int',
+    failed: 'int',
+    dead: 'int',
+  });
+  await q.run(
+    // `WHERE true` lets SQLite tell the upsert's ON CONFLICT from a join constraint.
+    `INSERT INTO delivery_stats (bucket, endpoint_id, tenant_id, succeeded, failed, dead)
+     SELECT bucket, endpoint_id, tenant_id, succeeded, failed, dead FROM ${t} WHERE true
+     ON CONFLICT (bucket, endpoint_id) DO UPDATE SET
+       succeeded = delivery_stats.succeeded + excluded.succeeded,
+       failed = delivery_stats.failed + excluded.failed,
+       dead = delivery_stats.dead + excluded.dead`,
+    [JSON.stringify(rows)],
+  );
 }
 
 export interface StatsPoint {

@@ -1,4 +1,4 @@
-import { placeholders, type Queryable } from './db.js';
+import { greatest, least, placeholders, type Queryable } from './db.js';
 
 export const ENDPOINT_STATUSES = ['active', 'disabled', 'deleted'] as const;
 export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
@@ -73,15 +73,21 @@ export async function listEndpoints(
   );
 }
 
-/** Active endpoints of a tenant: the candidates of a fan-out. */
+/**
+ * Active endpoints of a tenant after `afterId`, in id order: the candidates of a fan-out, read in
+ * bounded pages so a tenant with thousands of endpoints is fanned out in short transactions.
+ */
 export async function listActiveEndpoints(
   q: Queryable,
   tenantId: string,
-): Promise<Pick<EndpointRow, 'id' | 'events' | 'circuit_open_until'>[]> {
-  return q.all('SELECT id, events, circuit_open_until FROM endpoints WHERE tenant_id = $1 AND status = $2', [
-    tenantId,
-    'active',
-  ]);
+  afterId: string,
+  limit: number,
+): Promise<Pick<EndpointRow, 'id' | 'events'>[]> {
+  return q.all(
+    `SELECT id, events FROM endpoints WHERE tenant_id = $1 AND status = 'active' AND id > $2
+     ORDER BY id LIMIT $3`,
+    [tenantId, afterId, limit],
+  );
 }
 
 export type EndpointChanges = Partial<
@@ -160,23 +166,60 @@ export async function markEndpointsHealthy(q: Queryable, ids: readonly string[])
 }
 
 /**
- * Records a failure; an endpoint that has failed without a single success for `disableAfterMs` is
- * disabled, so a subscriber that is gone for good stops costing attempts.
+ * Records failures; an endpoint that has failed without a single success for `disableAfterMs` is
+ * disabled, so a subscriber that is gone for good stops costing attempts. Answers the ids disabled.
  */
-export async function markEndpointFailing(
+export async function markEndpointsFailing(
   q: Queryable,
-  id: string,
+  ids: readonly string[],
   now: number,
   disableAfterMs: number,
-): Promise<boolean> {
-  await q.run('UPDATE endpoints SET failing_since = $2 WHERE id = $1 AND failing_since IS NULL', [id, now]);
-  const days = Math.round(disableAfterMs / 86_400_000);
-  const changed = await q.run(
-    `UPDATE endpoints SET status = 'disabled', disabled_reason = $3, updated_at = $2
-     WHERE id = $1 AND status = 'active' AND failing_since <= $4`,
-    [id, now, `every delivery failed for ${days} days`, now - disableAfterMs],
+): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const sorted = [...ids].sort();
+  await q.run(
+    `UPDATE endpoints SET failing_since = $1 WHERE failing_since IS NULL AND id IN (${placeholders(sorted.length, 2)})`,
+    [now, ...sorted],
   );
-  return changed === 1;
+  const days = Math.round(disableAfterMs / 86_400_000);
+  const rows = await q.all<{ id: string }>(
+    `UPDATE endpoints SET status = 'disabled', disabled_reason = $1, updated_at = $2
+     WHERE status = 'active' AND failing_since <= $3 AND id IN (${placeholders(sorted.length, 4)})
+     RETURNING id`,
+    [`every delivery failed for ${days} days`, now, now - disableAfterMs, ...sorted],
+  );
+  return stopQueues(
+    q,
+    rows.map((r) => r.id),
+  );
+}
+
+/** A disabled endpoint's queue stops: its deliveries wait, out of every claim, until it is re-enabled. */
+async function stopQueues(q: Queryable, ids: readonly string[]): Promise<string[]> {
+  if (ids.length > 0) {
+    await q.run(`UPDATE endpoint_queues SET active = 0 WHERE endpoint_id IN (${placeholders(ids.length)})`, ids);
+  }
+  return [...ids];
+}
+
+/** Disables active endpoints; answers the ids it disabled. */
+export async function disableEndpoints(
+  q: Queryable,
+  ids: readonly string[],
+  reason: string,
+  now: number,
+): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const sorted = [...ids].sort();
+  const rows = await q.all<{ id: string }>(
+    `UPDATE endpoints SET status = 'disabled', disabled_reason = $1, updated_at = $2
+     WHERE status = 'active' AND id IN (${placeholders(sorted.length, 3)}) RETURNING id`,
+    [reason, now, ...sorted],
+  );
+  return stopQueues(
+    q,
+    rows.map((r) => r.id),
+  );
 }
 
 export async function disableEndpoint(
@@ -185,11 +228,32 @@ export async function disableEndpoint(
   reason: string,
   now: number,
 ): Promise<boolean> {
-  const changed = await q.run(
-    `UPDATE endpoints SET status = 'disabled', disabled_reason = $2, updated_at = $3 WHERE id = $1 AND status = 'active'`,
-    [id, reason, now],
+  return (await disableEndpoints(q, [id], reason, now)).length === 1;
+}
+
+/**
+ * Opens the circuits of active endpoints that have failed without a success for `breakAfterMs` and
+ * whose circuit is not open already (or whose probe window has passed, so the probe failed). The pause
+ * before the next probe grows with the outage: a quarter of it, within bounds. Answers each circuit
+ * opened and until when.
+ */
+export async function openCircuits(
+  q: Queryable,
+  ids: readonly string[],
+  now: number,
+  breakAfterMs: number,
+): Promise<{ id: string; until: number }[]> {
+  if (ids.length === 0) return [];
+  const sorted = [...ids].sort();
+  const delay = `${least(q.dialect, `${breakAfterMs * 60}`, greatest(q.dialect, `${Math.floor(breakAfterMs / 6)}`, '($1 - failing_since) / 4'))}`;
+  const rows = await q.all<{ id: string; until: number }>(
+    `UPDATE endpoints SET circuit_open_until = $1 + ${delay}
+     WHERE status = 'active' AND failing_since <= $2 AND (circuit_open_until IS NULL OR circuit_open_until <= $1)
+       AND id IN (${placeholders(sorted.length, 3)})
+     RETURNING id, circuit_open_until AS until`,
+    [now, now - breakAfterMs, ...sorted],
   );
-  return changed === 1;
+  return rows.map((r) => ({ id: r.id, until: Number(r.until) }));
 }
 
 /** Closes the circuits of these endpoints; answers the ids whose circuit was open. */
@@ -200,32 +264,6 @@ export async function closeCircuits(q: Queryable, ids: readonly string[]): Promi
      WHERE circuit_open_until IS NOT NULL AND id IN (${placeholders(ids.length)})
      RETURNING id`,
     ids,
-  );
-  return rows.map((r) => r.id);
-}
-
-/** Opens (or re-opens) an endpoint's circuit until `until`. */
-export async function openCircuit(q: Queryable, id: string, until: number): Promise<void> {
-  await q.run('UPDATE endpoints SET circuit_open_until = $2 WHERE id = $1', [id, until]);
-}
-
-export async function getFailingSince(
-  q: Queryable,
-  id: string,
-): Promise<Pick<EndpointRow, 'failing_since' | 'circuit_open_until' | 'status'> | undefined> {
-  return q.one('SELECT failing_since, circuit_open_until, status FROM endpoints WHERE id = $1', [id]);
-}
-
-/**
- * Takes the endpoints whose open circuit is due for a probe, moving each one's `circuit_open_until`
- * to the end of the probe window so that no other worker probes it meanwhile.
- */
-export async function takeCircuitsToProbe(q: Queryable, now: number, probeUntil: number): Promise<string[]> {
-  const rows = await q.all<{ id: string }>(
-    `UPDATE endpoints SET circuit_open_until = $2
-     WHERE status = 'active' AND circuit_open_until IS NOT NULL AND circuit_open_until <= $1
-     RETURNING id`,
-    [now, probeUntil],
   );
   return rows.map((r) => r.id);
 }

@@ -1,4 +1,4 @@
-import { placeholders, type Queryable } from './db.js';
+import { forUpdate, placeholders, type Queryable, type SqlValue } from './db.js';
 
 export interface MessageRow {
   id: string;
@@ -10,24 +10,29 @@ export interface MessageRow {
   idempotency_fingerprint: string | null;
   created_at: number;
   fanned_out_at: number | null;
+  /** The last endpoint id a partial fan-out reached (delivery/fanout.ts); null before it starts. */
+  fanout_cursor?: string | null;
 }
 
-export async function insertMessage(q: Queryable, row: MessageRow): Promise<void> {
-  await q.run(
-    `INSERT INTO messages (id, tenant_id, event_type, payload, idempotency_key, idempotency_fingerprint,
-       created_at, fanned_out_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [
-      row.id,
-      row.tenant_id,
-      row.event_type,
-      row.payload,
-      row.idempotency_key,
-      row.idempotency_fingerprint,
-      row.created_at,
-      row.fanned_out_at,
-    ],
-  );
+const MESSAGE_COLUMNS = 8;
+
+/** Inserts messages, one multi-row statement per few hundred (group commit of emits). */
+export async function insertMessages(q: Queryable, rows: readonly MessageRow[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += 500) {
+    const chunk = rows.slice(start, start + 500);
+    const params: SqlValue[] = [];
+    const tuples = chunk.map((row, i) => {
+      params.push(row.id, row.tenant_id, row.event_type, row.payload, row.idempotency_key);
+      params.push(row.idempotency_fingerprint, row.created_at, row.fanned_out_at);
+      return `(${placeholders(MESSAGE_COLUMNS, i * MESSAGE_COLUMNS + 1)})`;
+    });
+    await q.run(
+      `INSERT INTO messages (id, tenant_id, event_type, payload, idempotency_key, idempotency_fingerprint,
+         created_at, fanned_out_at)
+       VALUES ${tuples.join(', ')}`,
+      params,
+    );
+  }
 }
 
 export async function findByIdempotencyKey(
@@ -61,21 +66,30 @@ export async function getPayloads(
 export async function claimForFanout(
   q: Queryable,
   limit: number,
-): Promise<Pick<MessageRow, 'id' | 'tenant_id' | 'event_type'>[]> {
-  const lock = q.dialect === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : '';
+): Promise<Pick<MessageRow, 'id' | 'tenant_id' | 'event_type' | 'fanout_cursor'>[]> {
   return q.all(
-    `SELECT id, tenant_id, event_type FROM messages WHERE fanned_out_at IS NULL
-     ORDER BY created_at LIMIT $1 ${lock}`,
+    `SELECT id, tenant_id, event_type, fanout_cursor FROM messages WHERE fanned_out_at IS NULL
+     ORDER BY created_at LIMIT $1 ${forUpdate(q.dialect, true)}`,
     [limit],
   );
 }
 
-export async function markFannedOut(q: Queryable, ids: readonly string[], now: number): Promise<void> {
-  if (ids.length === 0) return;
-  await q.run(`UPDATE messages SET fanned_out_at = $1 WHERE id IN (${placeholders(ids.length, 2)})`, [
-    now,
-    ...ids,
-  ]);
+/** Marks messages fanned out, and records how far a partly fanned-out one has come. */
+export async function advanceFanout(
+  q: Queryable,
+  done: readonly string[],
+  partial: { id: string; cursor: string } | null,
+  now: number,
+): Promise<void> {
+  if (done.length > 0) {
+    await q.run(`UPDATE messages SET fanned_out_at = $1 WHERE id IN (${placeholders(done.length, 2)})`, [
+      now,
+      ...done,
+    ]);
+  }
+  if (partial) {
+    await q.run('UPDATE messages SET fanout_cursor = $2 WHERE id = $1', [partial.id, partial.cursor]);
+  }
 }
 
 export async function countAwaitingFanout(q: Queryable): Promise<number> {

@@ -16,7 +16,7 @@ export function testEnv(database: TestDatabase, env: Record<string, string> = {}
     HOOKLINE_DATABASE_URL: database.url,
     HOOKLINE_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     HOOKLINE_ALLOW_PRIVATE_NETWORKS: 'true',
-    HOOKLINE_LOG_LEVEL: 'silent',
+    HOOKLINE_LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     HOOKLINE_RETRY_BASE_MS: '20',
     HOOKLINE_RETRY_MAX_MS: '100',
     HOOKLINE_MAX_RETRIES: '3',

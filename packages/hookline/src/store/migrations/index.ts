@@ -4,6 +4,7 @@ import type { Db, Queryable } from '../db.js';
 import * as m001 from './001-initial.js';
 import * as m002 from './002-queue-samples.js';
 import * as m003 from './003-circuit-breaker.js';
+import * as m004 from './004-delivery-engine.js';
 
 interface Migration {
   version: number;
@@ -15,6 +16,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 1, ...m001 },
   { version: 2, ...m002 },
   { version: 3, ...m003 },
+  { version: 4, ...m004 },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.length;

@@ -1,7 +1,8 @@
 // PostgreSQL adapter of the Db boundary: a pg Pool. BIGINT (epoch-millisecond timestamps, counts)
 // is parsed to number for this pool only; values stay far below 2^53.
 import pg from 'pg';
-import type { Db, Queryable, SqlValue } from '../db.js';
+import type { Db, Notifications, Queryable, SqlValue } from '../db.js';
+import { PgListener } from './listener.js';
 
 const INT8_OID = 20;
 /** deadlock_detected and serialization_failure: the transaction lost a race and may be run again. */
@@ -40,6 +41,16 @@ export class PgDb implements Db {
   readonly dialect = 'postgres' as const;
   readonly pool: pg.Pool;
   private readonly q: Queryable;
+  readonly notifications: Notifications = {
+    notify: async (channel) => {
+      await this.pool.query('SELECT pg_notify($1, $2)', [channel, '']);
+    },
+    listen: async (channel, onNotify, log) => {
+      const listener = new PgListener(this.pool.options, channel, onNotify, log);
+      await listener.start();
+      return () => listener.close();
+    },
+  };
 
   constructor(options: PgDbOptions) {
     this.pool = new pg.Pool({

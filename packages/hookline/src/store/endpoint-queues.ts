@@ -1,0 +1,286 @@
+// One row per endpoint: what claims need to know about it, kept up to date by every transition that
+// moves its deliveries (docs/architecture.md, "Endpoint queues"). Rows are always locked in endpoint
+// id order, and before any of their deliveries, so two transactions never wait on each other in
+// opposite orders.
+import { forUpdate, greatest, jsonRecords, least, placeholders, type Queryable } from './db.js';
+
+/** Where a queue's adaptive limit starts (the column defaults of migration 004 say the same). */
+export const INITIAL_CONCURRENCY = 8;
+/** No threshold until the first congestion: the limit doubles each round trip until then. */
+export const INITIAL_SLOW_START_THRESHOLD = 1_000_000;
+
+export interface EndpointQueueRow {
+  endpoint_id: string;
+  active: number;
+  /** Pending deliveries (due or waiting for a retry). */
+  queued: number;
+  /** No pending delivery falls due before this (a lower bound); NULL when none is pending. */
+  next_due_at: number | null;
+  /** Claimed and not yet recorded, all workers together. */
+  in_flight: number;
+  concurrency_limit: number;
+  concurrency_credit: number;
+  slow_start_threshold: number;
+  last_decrease_at: number | null;
+  paused_until: number | null;
+  ready_at: number | null;
+}
+
+/** What a batch of inserted or returned deliveries adds to one endpoint's queue. */
+export interface QueueArrivals {
+  endpoint_id: string;
+  count: number;
+  /** The earliest of their due times. */
+  due: number;
+}
+
+/** Sums arrivals per endpoint, sorted by endpoint id (the lock order). */
+export function arrivalsOf(rows: readonly { endpoint_id: string; next_attempt_at: number }[]): QueueArrivals[] {
+  const byEndpoint = new Map<string, QueueArrivals>();
+  for (const r of rows) {
+    const a = byEndpoint.get(r.endpoint_id);
+    if (!a) byEndpoint.set(r.endpoint_id, { endpoint_id: r.endpoint_id, count: 1, due: r.next_attempt_at });
+    else {
+      a.count += 1;
+      if (r.next_attempt_at < a.due) a.due = r.next_attempt_at;
+    }
+  }
+  return [...byEndpoint.values()].sort((a, b) => (a.endpoint_id < b.endpoint_id ? -1 : 1));
+}
+
+const earlier = (current: string, incoming: string) =>
+  `CASE WHEN ${current} IS NULL OR ${incoming} < ${current} THEN ${incoming} ELSE ${current} END`;
+
+/**
+ * Counts new pending deliveries into their endpoints' queues (creating a queue row if there is none)
+ * and brings each queue's next due time forward to theirs.
+ */
+export async function enqueue(q: Queryable, arrivals: readonly QueueArrivals[]): Promise<void> {
+  if (arrivals.length === 0) return;
+  const items = jsonRecords(q.dialect, 1, { item_endpoint: 'text', item_count: 'int', item_due: 'bigint' });
+  await q.run(
+    // `WHERE true` lets SQLite tell the upsert's ON CONFLICT from a join constraint.
+    `INSERT INTO endpoint_queues (endpoint_id, queued, next_due_at)
+     SELECT item_endpoint, item_count, item_due FROM ${items} WHERE true ORDER BY item_endpoint
+     ON CONFLICT (endpoint_id) DO UPDATE SET
+       queued = endpoint_queues.queued + excluded.queued,
+       next_due_at = ${earlier('endpoint_queues.next_due_at', 'excluded.next_due_at')}`,
+    [JSON.stringify(arrivals.map((a) => ({ item_endpoint: a.endpoint_id, item_count: a.count, item_due: a.due })))],
+  );
+}
+
+/** Creates the queue row of a new endpoint, in the endpoint's own transaction. */
+export async function createQueue(q: Queryable, endpointId: string): Promise<void> {
+  await q.run('INSERT INTO endpoint_queues (endpoint_id) VALUES ($1) ON CONFLICT (endpoint_id) DO NOTHING', [
+    endpointId,
+  ]);
+}
+
+/** What a flush of attempt outcomes does to one endpoint's queue and adaptive limit. */
+export interface QueueSettlement {
+  endpoint_id: string;
+  /** Attempts of this endpoint whose outcome was recorded (the fence let them through). */
+  finished: number;
+  /** Of those, how many went back to pending for a retry, and the earliest retry time. */
+  requeued: number;
+  requeuedDue: number | null;
+  /** 2xx answers that came quickly: each is credit towards a larger limit. */
+  fast: number;
+  /** A time-out, connection error, 5xx or 429 was among them: halve the limit. */
+  congested: boolean;
+  /** A 429/503 asked to wait (Retry-After): the whole endpoint pauses until then. */
+  pauseUntil: number | null;
+}
+
+/** The limit is halved at most once per this long, however many failures report the same congestion. */
+export const DECREASE_INTERVAL_MS = 1000;
+
+/**
+ * Records a flush's outcomes in the endpoints' queues: in-flight counts go down, retries return to
+ * the queue, and the adaptive limit moves, additive increase and multiplicative decrease as in TCP
+ * (docs/architecture.md, "Adaptive concurrency"): below the slow-start threshold each fast success
+ * adds one, above it the limit grows by one per limit's worth of fast successes; congestion halves
+ * it (at most once per DECREASE_INTERVAL_MS) and lowers the threshold to the halved value.
+ */
+export async function settleQueues(
+  q: Queryable,
+  settlements: readonly QueueSettlement[],
+  ceiling: number,
+  now: number,
+): Promise<void> {
+  if (settlements.length === 0) return;
+  const d = q.dialect;
+  const items = jsonRecords(d, 1, {
+    item_endpoint: 'text',
+    item_finished: 'int',
+    item_requeued: 'int',
+    item_due: 'bigint',
+    item_fast: 'int',
+    item_congested: 'int',
+    item_pause: 'bigint',
+  });
+  const limit = 'endpoint_queues.concurrency_limit';
+  const credit = 'endpoint_queues.concurrency_credit';
+  const threshold = 'endpoint_queues.slow_start_threshold';
+  const decrease = `(t.item_congested = 1 AND (endpoint_queues.last_decrease_at IS NULL
+    OR endpoint_queues.last_decrease_at <= CAST($3 AS BIGINT) - ${DECREASE_INTERVAL_MS}))`;
+  const halved = greatest(d, '1', `${limit} / 2`);
+  const slowStart = `(${limit} < ${threshold})`;
+  const additive = `(${credit} + t.item_fast >= ${limit})`;
+  await q.run(
+    `WITH locked AS (
+       SELECT endpoint_id FROM endpoint_queues
+       WHERE endpoint_id IN (SELECT item_endpoint FROM ${items}) ORDER BY endpoint_id ${forUpdate(d)}
+     )
+     UPDATE endpoint_queues SET
+       in_flight = ${greatest(d, '0', 'endpoint_queues.in_flight - t.item_finished')},
+       queued = endpoint_queues.queued + t.item_requeued,
+       next_due_at = CASE WHEN t.item_due IS NULL THEN endpoint_queues.next_due_at
+         ELSE ${earlier('endpoint_queues.next_due_at', 't.item_due')} END,
+       concurrency_limit = CASE
+         WHEN ${decrease} THEN ${halved}
+         WHEN t.item_congested = 1 OR t.item_fast = 0 THEN ${least(d, limit, '$2')}
+         WHEN ${slowStart} THEN ${least(d, `${limit} + t.item_fast`, threshold, '$2')}
+         WHEN ${additive} THEN ${least(d, `${limit} + 1`, '$2')}
+         ELSE ${least(d, limit, '$2')} END,
+       concurrency_credit = CASE
+         WHEN t.item_congested = 1 OR ${slowStart} THEN 0
+         WHEN ${additive} THEN ${credit} + t.item_fast - ${limit}
+         ELSE ${credit} + t.item_fast END,
+       slow_start_threshold = CASE WHEN ${decrease} THEN ${halved} ELSE ${threshold} END,
+       last_decrease_at = CASE WHEN ${decrease} THEN CAST($3 AS BIGINT) ELSE endpoint_queues.last_decrease_at END,
+       paused_until = CASE WHEN t.item_pause IS NOT NULL
+         AND (endpoint_queues.paused_until IS NULL OR t.item_pause > endpoint_queues.paused_until)
+         THEN t.item_pause ELSE endpoint_queues.paused_until END
+     FROM ${items}
+     WHERE endpoint_queues.endpoint_id = t.item_endpoint
+       AND endpoint_queues.endpoint_id IN (SELECT endpoint_id FROM locked)`,
+    [
+      JSON.stringify(
+        settlements.map((s) => ({
+          item_endpoint: s.endpoint_id,
+          item_finished: s.finished,
+          item_requeued: s.requeued,
+          item_due: s.requeuedDue,
+          item_fast: s.fast,
+          item_congested: s.congested ? 1 : 0,
+          item_pause: s.pauseUntil,
+        })),
+      ),
+      ceiling,
+      now,
+    ],
+  );
+}
+
+/** Pauses endpoints until the given times (an open circuit); a longer pause already set stays. */
+export async function pauseQueues(
+  q: Queryable,
+  pauses: readonly { endpoint_id: string; until: number }[],
+): Promise<void> {
+  if (pauses.length === 0) return;
+  const items = jsonRecords(q.dialect, 1, { item_endpoint: 'text', item_until: 'bigint' });
+  await q.run(
+    `UPDATE endpoint_queues SET paused_until = CASE
+       WHEN endpoint_queues.paused_until IS NULL OR t.item_until > endpoint_queues.paused_until THEN t.item_until
+       ELSE endpoint_queues.paused_until END
+     FROM ${items} WHERE endpoint_queues.endpoint_id = t.item_endpoint`,
+    [JSON.stringify([...pauses].sort(byEndpoint).map((p) => ({ item_endpoint: p.endpoint_id, item_until: p.until })))],
+  );
+}
+
+function byEndpoint(a: { endpoint_id: string }, b: { endpoint_id: string }): number {
+  return a.endpoint_id < b.endpoint_id ? -1 : a.endpoint_id > b.endpoint_id ? 1 : 0;
+}
+
+/**
+ * An endpoint's queue stops (disabled, deleted) or starts again (re-enabled, restored). Starting
+ * again is a fresh start: no pause, the limit back at its initial value, and whatever waited due now.
+ */
+export async function setQueueActive(q: Queryable, endpointId: string, active: boolean, now: number): Promise<void> {
+  if (!active) {
+    await q.run('UPDATE endpoint_queues SET active = 0 WHERE endpoint_id = $1', [endpointId]);
+    return;
+  }
+  await q.run(
+    `INSERT INTO endpoint_queues (endpoint_id) VALUES ($1)
+     ON CONFLICT (endpoint_id) DO UPDATE SET active = 1, paused_until = NULL, last_decrease_at = NULL,
+       concurrency_limit = ${INITIAL_CONCURRENCY}, concurrency_credit = 0,
+       slow_start_threshold = ${INITIAL_SLOW_START_THRESHOLD},
+       next_due_at = CASE WHEN endpoint_queues.queued > 0 THEN $2 ELSE endpoint_queues.next_due_at END`,
+    [endpointId, now],
+  );
+}
+
+/** Empties a deleted endpoint's queue once its deliveries are cancelled. */
+export async function clearQueue(q: Queryable, endpointId: string): Promise<void> {
+  await q.run(
+    'UPDATE endpoint_queues SET active = 0, queued = 0, in_flight = 0, next_due_at = NULL WHERE endpoint_id = $1',
+    [endpointId],
+  );
+}
+
+/**
+ * Locks endpoints' queue rows, in id order, before their deliveries or endpoint rows are changed: the
+ * lock order every transaction follows (queue rows, then deliveries, then endpoint rows), so two of
+ * them never wait on each other in opposite orders.
+ */
+export async function lockQueues(q: Queryable, endpointIds: readonly string[]): Promise<void> {
+  if (q.dialect !== 'postgres' || endpointIds.length === 0) return;
+  const sorted = [...new Set(endpointIds)].sort();
+  await q.all(
+    `SELECT endpoint_id FROM endpoint_queues WHERE endpoint_id IN (${placeholders(sorted.length)})
+     ORDER BY endpoint_id FOR UPDATE`,
+    sorted,
+  );
+}
+
+/** When the soonest endpoint becomes claimable, from the ready index alone. */
+export async function nextReadyAt(q: Queryable): Promise<number | null> {
+  const row = await q.one<{ at: number | null }>(
+    'SELECT MIN(ready_at) AS at FROM endpoint_queues WHERE ready_at IS NOT NULL',
+  );
+  return row?.at == null ? null : Number(row.at);
+}
+
+export async function getQueues(q: Queryable, endpointIds: readonly string[]): Promise<EndpointQueueRow[]> {
+  if (endpointIds.length === 0) return [];
+  return q.all<EndpointQueueRow>(
+    `SELECT * FROM endpoint_queues WHERE endpoint_id IN (SELECT value FROM ${jsonValues(q.dialect)})`,
+    [JSON.stringify(endpointIds)],
+  );
+}
+
+function jsonValues(dialect: Queryable['dialect']): string {
+  return dialect === 'postgres' ? 'jsonb_array_elements_text($1::jsonb) AS value' : 'json_each($1)';
+}
+
+export interface QueueTotals {
+  /** Pending deliveries of endpoints that can be claimed from now. */
+  due: number;
+  /** Pending deliveries waiting: for a retry, a pause, an open circuit or a disabled endpoint. */
+  scheduled: number;
+  delivering: number;
+}
+
+/**
+ * The backlog from the queue counters: one row per endpoint read, never the deliveries themselves.
+ * An endpoint whose earliest pending delivery is due counts all its pending ones as due.
+ */
+export async function queueTotals(q: Queryable, now: number): Promise<QueueTotals> {
+  const row = await q.one<{ due: number | null; scheduled: number | null; delivering: number | null }>(
+    `SELECT
+       SUM(CASE WHEN active = 1 AND next_due_at <= $1 AND (paused_until IS NULL OR paused_until <= $1)
+         THEN queued ELSE 0 END) AS due,
+       SUM(CASE WHEN active = 1 AND next_due_at <= $1 AND (paused_until IS NULL OR paused_until <= $1)
+         THEN 0 ELSE queued END) AS scheduled,
+       SUM(in_flight) AS delivering
+     FROM endpoint_queues`,
+    [now],
+  );
+  return {
+    due: Number(row?.due ?? 0),
+    scheduled: Number(row?.scheduled ?? 0),
+    delivering: Number(row?.delivering ?? 0),
+  };
+}

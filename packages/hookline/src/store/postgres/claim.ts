@@ -1,0 +1,55 @@
+// The claim on PostgreSQL: one statement, one round trip (docs/architecture.md, "Claiming"). Ready
+// endpoint queues are locked with SKIP LOCKED, so concurrent workers share out endpoints instead of
+// waiting on each other; each endpoint's first due deliveries are read off its partial index; the
+// deliveries, the queues' counters and the answer (payloads, URLs, secrets) all come from the same
+// statement.
+import type { Db } from '../db.js';
+import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
+
+const CLAIM = `
+WITH ready AS (
+  SELECT endpoint_id, LEAST(concurrency_limit, $4) - in_flight AS room
+  FROM endpoint_queues
+  WHERE ready_at <= $1
+  ORDER BY ready_at
+  LIMIT $3
+  FOR UPDATE SKIP LOCKED
+), candidates AS (
+  -- One row past the endpoint's room: what is left tells the queue its next due time.
+  SELECT d.id, d.endpoint_id, d.next_attempt_at, r.room,
+    ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rank
+  FROM ready r CROSS JOIN LATERAL (
+    SELECT id, endpoint_id, next_attempt_at FROM deliveries
+    WHERE endpoint_id = r.endpoint_id AND status = 'pending'
+    ORDER BY next_attempt_at
+    LIMIT GREATEST(r.room, 0) + 1
+  ) d
+), taken AS (
+  SELECT id FROM candidates WHERE rank <= room AND next_attempt_at <= $1
+  ORDER BY next_attempt_at LIMIT $3
+), claimed AS (
+  UPDATE deliveries d SET status = 'delivering', attempts = d.attempts + 1, lease_expires_at = $2, updated_at = $1
+  FROM taken WHERE d.id = taken.id AND d.status = 'pending'
+  RETURNING d.id, d.message_id, d.endpoint_id, d.tenant_id, d.event_type, d.attempts, d.first_headers, d.replay_of
+), settled AS (
+  UPDATE endpoint_queues q SET
+    in_flight = q.in_flight + n.claimed,
+    queued = GREATEST(0, q.queued - n.claimed),
+    next_due_at = n.next_due,
+    concurrency_limit = LEAST(q.concurrency_limit, $4)
+  FROM (
+    SELECT r.endpoint_id,
+      (SELECT COUNT(*) FROM claimed c WHERE c.endpoint_id = r.endpoint_id) AS claimed,
+      (SELECT MIN(c.next_attempt_at) FROM candidates c
+       WHERE c.endpoint_id = r.endpoint_id AND c.id NOT IN (SELECT id FROM taken)) AS next_due
+    FROM ready r
+  ) n
+  WHERE q.endpoint_id = n.endpoint_id
+)
+SELECT c.id, c.message_id, c.endpoint_id, c.tenant_id, c.event_type, c.attempts, c.first_headers, c.replay_of,
+  m.payload, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at
+FROM claimed c JOIN messages m ON m.id = c.message_id JOIN endpoints e ON e.id = c.endpoint_id`;
+
+export async function claimPostgres(db: Db, o: ClaimOptions): Promise<ClaimedAttempt[]> {
+  return db.all<ClaimedAttempt>(CLAIM, [o.now, o.leaseUntil, o.limit, o.ceiling]);
+}

@@ -1,0 +1,70 @@
+// The claim on SQLite: a few statements in one short write transaction (docs/architecture.md,
+// "Claiming"). Statements cost microseconds here, with no round trip, so the per-endpoint reads are a
+// prepared statement in a loop rather than one large query; the writes are set-based like PostgreSQL's.
+import { jsonRecords, least, type Db } from '../db.js';
+import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
+
+interface Ready {
+  endpoint_id: string;
+  room: number;
+}
+
+export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttempt[]> {
+  return db.transaction(async (tx) => {
+    const ready = await tx.all<Ready>(
+      `SELECT endpoint_id, ${least('sqlite', 'concurrency_limit', '$2')} - in_flight AS room
+       FROM endpoint_queues WHERE ready_at <= $1 ORDER BY ready_at LIMIT $3`,
+      [o.now, o.ceiling, o.limit],
+    );
+    if (ready.length === 0) return [];
+    const taken: string[] = [];
+    const settled: { item_endpoint: string; item_claimed: number; item_due: number | null }[] = [];
+    for (const r of ready) {
+      const room = Math.max(0, Math.min(r.room, o.limit - taken.length));
+      // One row past the room: what is left tells the queue its next due time.
+      const rows = await tx.all<{ id: string; next_attempt_at: number }>(
+        `SELECT id, next_attempt_at FROM deliveries WHERE endpoint_id = $1 AND status = 'pending'
+         ORDER BY next_attempt_at LIMIT $2`,
+        [r.endpoint_id, room + 1],
+      );
+      let claimed = 0;
+      while (claimed < room && claimed < rows.length && rows[claimed]!.next_attempt_at <= o.now) {
+        taken.push(rows[claimed]!.id);
+        claimed++;
+      }
+      settled.push({
+        item_endpoint: r.endpoint_id,
+        item_claimed: claimed,
+        item_due: rows[claimed]?.next_attempt_at ?? null,
+      });
+    }
+    const ids = JSON.stringify(taken);
+    if (taken.length > 0) {
+      await tx.run(
+        `UPDATE deliveries SET status = 'delivering', attempts = attempts + 1, lease_expires_at = $2, updated_at = $3
+         WHERE id IN (SELECT value FROM json_each($1)) AND status = 'pending'`,
+        [ids, o.leaseUntil, o.now],
+      );
+    }
+    const t = jsonRecords('sqlite', 1, { item_endpoint: 'text', item_claimed: 'int', item_due: 'bigint' });
+    await tx.run(
+      `UPDATE endpoint_queues SET
+         in_flight = in_flight + t.item_claimed,
+         queued = MAX(0, queued - t.item_claimed),
+         next_due_at = t.item_due,
+         concurrency_limit = MIN(concurrency_limit, $2)
+       FROM ${t} WHERE endpoint_queues.endpoint_id = t.item_endpoint`,
+      [JSON.stringify(settled), o.ceiling],
+    );
+    if (taken.length === 0) return [];
+    return tx.all<ClaimedAttempt>(
+      `SELECT d.id, d.message_id, d.endpoint_id, d.tenant_id, d.event_type, d.attempts, d.first_headers,
+         d.replay_of, m.payload, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at
+       FROM json_each($1) j
+       JOIN deliveries d ON d.id = j.value
+       JOIN messages m ON m.id = d.message_id
+       JOIN endpoints e ON e.id = d.endpoint_id`,
+      [ids],
+    );
+  });
+}

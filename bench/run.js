@@ -1,291 +1,383 @@
-// hookline benchmarks: `npm run bench`. Prints one table; compare the ratios, which are measured side
-// by side in the same run (the machine is small and noisy, absolute numbers wander).
+// hookline benchmarks: `npm run bench [-- --quick] [--only a,b] [--repeat N] [--skip-memory]`.
 //
-//   emit latency      p50/p99 of POST /v1/events over HTTP with 0, 100 healthy and 100 hanging
-//                     endpoints subscribed: the ratio to 0 endpoints should stay near 1
-//   delivery rate     deliveries per second to fast local subscribers, and the same with a hanging
-//                     endpoint beside them: the ratio should stay near 1 (no head-of-line blocking)
-//   memory            heap growth while delivering, per 1,000 deliveries
-//
-// Stores: SQLite always; PostgreSQL too when reachable at HOOKLINE_BENCH_POSTGRES_URL
-// (default postgres://postgres@127.0.0.1:5432/test).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { loadConfig, startService } from '../packages/hookline/dist/index.js';
-import { createApiKey } from '../packages/hookline/dist/keys/api-keys.js';
-import { createEndpoint } from '../packages/hookline/dist/endpoints/endpoint-service.js';
-import { PgDb } from '../packages/hookline/dist/store/postgres/pg-db.js';
+// Every process — subscriber, emitters, baselines, each hookline process — is a separate child; hookline
+// is driven only through its CLI, HOOKLINE_* variables and HTTP API. One table on stdout (progress on
+// stderr), every figure measured in this run with its ratio beside it; also written to
+// bench/last-run.md with the machine it ran on. Cases (for --only, by name or prefix):
+//   ceiling  bullmq  graphile  drain-sqlite  drain-pg  e2e-sqlite  e2e-pg  ingest  ingest-half
+//   backlog  isolation  fanout  memory
+import { execSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { CASES, scale } from './lib/cases.js';
+import { cleanupAll, installExitHandlers, killAll } from './lib/processes.js';
+import { fmt, median, now } from './lib/stats.js';
 
-const PG_URL = process.env.HOOKLINE_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const EMITS = Number(process.env.BENCH_EMITS ?? 400);
-const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 3000);
-const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 20000);
+function parseArgs(argv) {
+  const args = { quick: false, only: null, repeat: 1, skipMemory: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--quick') args.quick = true;
+    else if (a === '--skip-memory') args.skipMemory = true;
+    else if (a === '--only') args.only = argv[++i].split(',').filter(Boolean);
+    else if (a.startsWith('--only=')) args.only = a.slice(7).split(',').filter(Boolean);
+    else if (a === '--repeat') args.repeat = Number(argv[++i]);
+    else if (a.startsWith('--repeat=')) args.repeat = Number(a.slice(9));
+    else throw new Error(`unknown argument ${a} (use --quick, --only a,b, --repeat N, --skip-memory)`);
+  }
+  if (!Number.isInteger(args.repeat) || args.repeat < 1) throw new Error('--repeat needs a whole number ≥ 1');
+  return args;
+}
 
-async function receiver(mode) {
-  let count = 0;
-  const waiters = [];
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      if (mode === 'hang') return;
-      count++;
-      for (const w of waiters.splice(0))
-        if (count >= w.n) w.resolve();
-        else waiters.push(w);
-      res.writeHead(200).end('ok');
-    });
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${server.address().port}/hook`,
-    get count() {
-      return count;
-    },
-    until: (n) => (count >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ n, resolve }))),
-    close: () =>
-      new Promise((r) => {
-        server.closeAllConnections();
-        server.close(r);
-      }),
+// ---- the table ------------------------------------------------------------------------------------
+
+/** A ratio beside a figure: value ÷ results[of], with an optional target (min or max). */
+const vs = (of, name, target = {}) => ({ of, name, ...target });
+
+function rows(s) {
+  const e2e = (kind, store, endpoints, deliveryRatios) => {
+    const p = `e2e.${kind}.${endpoints}`;
+    const what = `${store}, ${endpoints} endpoint${endpoints > 1 ? 's' : ''}`;
+    const c = `e2e-${kind}`;
+    return [
+      { c, label: `${what}: deliveries/s`, key: `${p}.rate`, unit: '/s', ratios: deliveryRatios },
+      { c, label: `${what}: ingest/s`, key: `${p}.ingest`, unit: '/s' },
+      { c, label: `${what}: emit p50 / p99`, key: [`${p}.emitP50`, `${p}.emitP99`], unit: 'ms', decimals: 1 },
+      { c, label: `${what}: emit→delivery p50 / p99`, key: [`${p}.latP50`, `${p}.latP99`], unit: 'ms' },
+      { c, label: `${what}: peak RSS of hookline processes`, key: `${p}.rss`, unit: 'MB' },
+    ];
   };
-}
-
-async function database(kind) {
-  if (kind === 'sqlite') {
-    const dir = mkdtempSync(path.join(tmpdir(), 'hookline-bench-'));
-    return {
-      url: `sqlite:${path.join(dir, 'bench.db')}`,
-      drop: async () => rmSync(dir, { recursive: true, force: true }),
-    };
-  }
-  const schema = `bench_${randomBytes(4).toString('hex')}`;
-  const c = new pg.Client({ connectionString: PG_URL });
-  await c.connect();
-  await c.query(`CREATE SCHEMA ${schema}`);
-  await c.end();
-  return {
-    url: PG_URL,
-    processUrl: `${PG_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`,
-    db: () => new PgDb({ connectionString: PG_URL, schema }),
-    drop: async () => {
-      const d = new pg.Client({ connectionString: PG_URL });
-      await d.connect();
-      await d.query(`DROP SCHEMA ${schema} CASCADE`);
-      await d.end();
+  const ceiling = vs('ceiling.rate', 'ceiling');
+  return [
+    { section: 'Baselines (same subscriber, same signed ~1 KiB POST)' },
+    {
+      c: 'ceiling',
+      label: 'ceiling: undici Pool, 64 connections, no queue',
+      key: 'ceiling.rate',
+      unit: '/s',
     },
-  };
-}
-
-async function service(kind, { worker, env = {} }) {
-  const store = await database(kind);
-  const environment = {
-    HOOKLINE_DATABASE_URL: store.url,
-    HOOKLINE_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    HOOKLINE_ALLOW_PRIVATE_NETWORKS: 'true',
-    HOOKLINE_LOG_LEVEL: 'silent',
-    HOOKLINE_PORT: '0',
-    HOOKLINE_WORKER_ADMIN_PORT: '0',
-    HOOKLINE_DELIVERY_TIMEOUT_MS: '60000',
-    ...env,
-  };
-  const config = loadConfig(environment);
-  const svc = await startService(config, {
-    api: true,
-    worker,
-    listen: true,
-    processMetrics: false,
-    shutdownGraceMs: 100,
-    ...(store.db ? { db: store.db() } : {}),
-  });
-  const producer = (await createApiKey(svc.ctx, { role: 'producer' })).key;
-  const children = [];
-  return {
-    svc,
-    producer,
-    /** A `hookline worker` process on the same database, as in the scale-out layout. */
-    spawnWorker: () => {
-      const child = spawn(process.execPath, ['packages/hookline/bin/hookline.js', 'worker'], {
-        env: { ...process.env, ...environment, HOOKLINE_DATABASE_URL: store.processUrl ?? store.url },
-        stdio: 'ignore',
-      });
-      children.push(child);
+    {
+      c: 'bullmq',
+      label: 'BullMQ drain (Redis, concurrency 64)',
+      key: 'bullmq.drain',
+      unit: '/s',
+      ratios: [ceiling],
     },
-    close: async () => {
-      for (const c of children) c.kill('SIGKILL');
-      await svc.close();
-      await store.drop();
+    {
+      c: 'bullmq',
+      label: 'BullMQ end to end: deliveries/s',
+      key: 'bullmq.e2e',
+      unit: '/s',
+      ratios: [ceiling],
     },
-  };
-}
-
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
-/** Emit latency with `endpoints` subscribers answering as `mode`, delivered by `workers`. */
-async function emitLatency(kind, endpoints, mode, workers) {
-  const s = await service(kind, { worker: workers === 'in-process' });
-  const r = mode === 'none' ? null : await receiver(mode);
-  for (let i = 0; i < endpoints; i++) await createEndpoint(s.svc.ctx, 'acme', { url: r.url, events: ['*'] });
-  if (workers === 'process') s.spawnWorker();
-  const body = JSON.stringify({ tenant_id: 'acme', type: 'user.updated', data: { name: 'bench' } });
-  const headers = { authorization: `Bearer ${s.producer}`, 'content-type': 'application/json' };
-  const times = [];
-  for (let i = 0; i < EMITS + 50; i++) {
-    const t0 = performance.now();
-    const res = await fetch(`${s.svc.address}/v1/events`, { method: 'POST', headers, body });
-    await res.arrayBuffer();
-    if (res.status !== 202) throw new Error(`emit answered ${res.status}`);
-    if (i >= 50) times.push(performance.now() - t0);
-  }
-  await s.close();
-  await r?.close();
-  times.sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p99: percentile(times, 99) };
-}
-
-async function deliveryRate(kind, withHanging, subscribers = 1) {
-  const s = await service(kind, { worker: false });
-  const healthy = await receiver('ok');
-  const hanging = await receiver('hang');
-  for (let i = 0; i < subscribers; i++)
-    await createEndpoint(s.svc.ctx, 'acme', { url: healthy.url, events: ['*'] });
-  if (withHanging) await createEndpoint(s.svc.ctx, 'acme', { url: hanging.url, events: ['*'] });
-  for (let i = 0; i < DELIVERIES / subscribers; i++) {
-    await s.svc.emitter.emit({ tenantId: 'acme', type: 'user.updated', data: { i } });
-  }
-  // Measure delivery alone: the backlog is written first, then a worker is started.
-  global.gc?.();
-  const heapBefore = process.memoryUsage().heapUsed;
-  const { DeliveryWorker } = await import('../packages/hookline/dist/delivery/worker.js');
-  const worker = new DeliveryWorker(s.svc.ctx, { pollIntervalMs: 50 });
-  const t0 = performance.now();
-  await worker.start();
-  await healthy.until(DELIVERIES);
-  const seconds = (performance.now() - t0) / 1000;
-  global.gc?.();
-  const heapAfter = process.memoryUsage().heapUsed;
-  await worker.stop(100);
-  await s.close();
-  await healthy.close();
-  await hanging.close();
-  return { rate: DELIVERIES / seconds, heapPer1000: ((heapAfter - heapBefore) / DELIVERIES) * 1000 };
-}
-
-/**
- * Steady state behind a stuck endpoint: a hanging endpoint with `backlog` deliveries queued has been
- * failing long enough for its circuit to open; then deliveries per second to a healthy endpoint.
- */
-async function rateBehindOpenCircuit(kind, backlog) {
-  const s = await service(kind, {
-    worker: false,
-    env: {
-      HOOKLINE_DELIVERY_TIMEOUT_MS: '500',
-      HOOKLINE_CIRCUIT_BREAK_AFTER_MS: '1000',
-      HOOKLINE_MAX_RETRIES: '100',
+    { c: 'bullmq', label: 'BullMQ end to end: add()/s, 32 in flight', key: 'bullmq.ingest', unit: '/s' },
+    {
+      c: 'bullmq',
+      label: 'BullMQ emit→delivery p50 / p99',
+      key: ['bullmq.latP50', 'bullmq.latP99'],
+      unit: 'ms',
     },
-  });
-  const healthy = await receiver('ok');
-  const hanging = await receiver('hang');
-  await createEndpoint(s.svc.ctx, 'acme', { url: healthy.url, events: ['user.updated'] });
-  const stuck = await createEndpoint(s.svc.ctx, 'acme', { url: hanging.url, events: ['user.deleted'] });
-  for (let i = 0; i < backlog; i++)
-    await s.svc.emitter.emit({ tenantId: 'acme', type: 'user.deleted', data: { i } });
-  const { DeliveryWorker } = await import('../packages/hookline/dist/delivery/worker.js');
-  // Let the stuck endpoint fail until its circuit opens, then queue the healthy work and measure it.
-  const warmup = new DeliveryWorker(s.svc.ctx, { pollIntervalMs: 50 });
-  await warmup.start();
-  for (;;) {
-    const row = await s.svc.ctx.db.one('SELECT circuit_open_until AS c FROM endpoints WHERE id = $1', [
-      stuck.id,
-    ]);
-    if (row?.c != null) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  await warmup.stop(0);
-  // "Failing for a while" in production includes autovacuum's ANALYZE of the re-parked rows; without
-  // it PostgreSQL plans the claim on statistics from before the backlog existed.
-  if (kind === 'postgres') await s.svc.ctx.db.run('ANALYZE deliveries');
-  for (let i = 0; i < DELIVERIES; i++)
-    await s.svc.emitter.emit({ tenantId: 'acme', type: 'user.updated', data: { i } });
-  const worker = new DeliveryWorker(s.svc.ctx, { pollIntervalMs: 50 });
-  const t0 = performance.now();
-  await worker.start();
-  await healthy.until(DELIVERIES);
-  const seconds = (performance.now() - t0) / 1000;
-  await worker.stop(100);
-  await s.close();
-  await healthy.close();
-  await hanging.close();
-  return DELIVERIES / seconds;
-}
-
-async function pgReachable() {
-  const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
-  try {
-    await c.connect();
-    await c.end();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const kinds = ['sqlite', ...((await pgReachable()) ? ['postgres'] : [])];
-const rows = [];
-const fmt = (n, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
-for (const kind of kinds) {
-  process.stderr.write(`${kind}: emit latency…\n`);
-  // The contract: emit latency does not depend on how many endpoints subscribe or how they behave.
-  // Measured as deployed at scale (workers in their own process), then embedded (one process).
-  const none = await emitLatency(kind, 0, 'none', 'none');
-  const cases = [
-    ['100 healthy endpoints, worker process', await emitLatency(kind, 100, 'ok', 'process')],
-    ['100 hanging endpoints, worker process', await emitLatency(kind, 100, 'hang', 'process')],
-    ['100 healthy endpoints, same process', await emitLatency(kind, 100, 'ok', 'in-process')],
-    ['100 hanging endpoints, same process', await emitLatency(kind, 100, 'hang', 'in-process')],
+    {
+      c: 'graphile',
+      label: 'graphile-worker drain (64 jobs, 10 conns)',
+      key: 'graphile.drain',
+      unit: '/s',
+      ratios: [ceiling],
+    },
+    {
+      c: 'graphile',
+      label: 'graphile-worker end to end: deliveries/s',
+      key: 'graphile.e2e',
+      unit: '/s',
+      ratios: [ceiling],
+    },
+    {
+      c: 'graphile',
+      label: 'graphile-worker end to end: addJob()/s, 32 in flight',
+      key: 'graphile.ingest',
+      unit: '/s',
+    },
+    {
+      c: 'graphile',
+      label: 'graphile-worker emit→delivery p50 / p99',
+      key: ['graphile.latP50', 'graphile.latP99'],
+      unit: 'ms',
+    },
+    {
+      section: `hookline drain (backlog via serve --no-worker, ${fmt(s.deliveries)} deliveries, timed from worker spawn)`,
+    },
+    ...[1, 10].flatMap((n) => [
+      {
+        c: 'drain-sqlite',
+        label: `SQLite, 1 worker, ${n} endpoint${n > 1 ? 's' : ''}`,
+        key: `drain.sqlite.${n}`,
+        unit: '/s',
+        ratios: [vs('ceiling.rate', 'ceiling', { min: 0.5 }), vs('bullmq.drain', 'BullMQ drain', { min: 2 })],
+      },
+    ]),
+    ...[1, 10].flatMap((n) => [
+      {
+        c: 'drain-pg',
+        label: `PostgreSQL, 2 workers, ${n} endpoint${n > 1 ? 's' : ''}`,
+        key: `drain.pg.${n}`,
+        unit: '/s',
+        ratios: [
+          vs('ceiling.rate', 'ceiling', { min: 0.35 }),
+          vs('graphile.drain', 'graphile drain', { min: 2 }),
+        ],
+      },
+    ]),
+    { section: `hookline end to end (emitter 32 in flight, ${fmt(s.deliveries)} deliveries)` },
+    ...e2e('sqlite', 'embedded SQLite', 1, [ceiling, vs('bullmq.e2e', 'BullMQ e2e', { min: 1 })]),
+    ...e2e('sqlite', 'embedded SQLite', 10, [ceiling]),
+    ...e2e('pg', 'PostgreSQL 1 API + 2 workers', 1, [ceiling, vs('graphile.e2e', 'graphile e2e')]),
+    ...e2e('pg', 'PostgreSQL 1 API + 2 workers', 10, [ceiling]),
+    { section: 'Ingest (POST /v1/events, 32 in flight, no endpoint)' },
+    { c: 'ingest', label: 'no-op Fastify route', key: 'ingest.fastify', unit: '/s' },
+    {
+      c: 'ingest',
+      label: 'hookline SQLite (serve)',
+      key: 'ingest.sqlite',
+      unit: '/s',
+      ratios: [vs('ingest.fastify', 'no-op', { min: 0.6 })],
+    },
+    {
+      c: 'ingest',
+      label: 'hookline PostgreSQL (serve --no-worker)',
+      key: 'ingest.pg',
+      unit: '/s',
+      ratios: [vs('ingest.fastify', 'no-op', { min: 0.4 })],
+    },
+    {
+      c: 'ingest',
+      label: 'emit p99: no-op / SQLite / PostgreSQL',
+      key: ['ingest.fastify.p99', 'ingest.sqlite.p99', 'ingest.pg.p99'],
+      unit: 'ms',
+      decimals: 1,
+    },
+    {
+      c: 'ingest-half',
+      label: 'emit p99 while delivering at half ingest (SQLite, 1 endpoint)',
+      key: 'half.p99',
+      unit: 'ms',
+      decimals: 1,
+      max: 10,
+    },
+    { section: 'Independence' },
+    {
+      c: 'backlog',
+      label: `backlog: drain rate with ${fmt(s.backlog)} queued (SQLite)`,
+      key: 'backlog.large',
+      unit: '/s',
+      ratios: [vs('backlog.small', '1,000 queued', { min: 0.9 })],
+    },
+    { c: 'backlog', label: 'backlog: drain rate with 1,000 queued', key: 'backlog.small', unit: '/s' },
+    {
+      c: 'isolation',
+      label: 'isolation: 9 healthy endpoints beside 1 hanging (SQLite drain)',
+      key: 'isolation.hang',
+      unit: '/s',
+      ratios: [vs('isolation.ok', 'all healthy', { min: 0.9 })],
+    },
+    { c: 'isolation', label: 'isolation: the same 9 with all 10 healthy', key: 'isolation.ok', unit: '/s' },
+    {
+      c: 'fanout',
+      label: 'fan-out: emit p99 at 50/s with 1,000 endpoints (serve, SQLite)',
+      key: 'fanout.1000.p99',
+      unit: 'ms',
+      decimals: 1,
+      ratios: [vs('fanout.1.p99', '1 endpoint', { max: 1.5 })],
+    },
+    {
+      c: 'fanout',
+      label: 'fan-out: emit p99 at 50/s with 1 endpoint',
+      key: 'fanout.1.p99',
+      unit: 'ms',
+      decimals: 1,
+    },
+    { section: 'Memory (SQLite, 1 worker, 10 endpoints, subscriber down)' },
+    {
+      c: 'memory',
+      label: `worker peak RSS with ${fmt(s.memoryEvents * 10)} deliveries pending${s.memoryEvents < 100_000 ? ' (scaled down)' : ''}`,
+      key: 'memory.rss',
+      unit: 'MB',
+      max: 250,
+    },
+    {
+      c: 'memory',
+      label: 'drain after the subscriber comes up: time',
+      key: 'memory.drain',
+      unit: 's',
+      decimals: 1,
+    },
+    {
+      c: 'memory',
+      label: 'drain after the subscriber comes up: deliveries/s',
+      key: 'memory.rate',
+      unit: '/s',
+      ratios: [ceiling],
+    },
   ];
-  for (const q of ['p50', 'p99']) {
-    rows.push([kind, `emit ${q} ms, no endpoints`, fmt(none[q], 2), '1.00']);
-    for (const [label, r] of cases)
-      rows.push([kind, `emit ${q} ms, ${label}`, fmt(r[q], 2), fmt(r[q] / none[q], 2)]);
-  }
-  process.stderr.write(`${kind}: delivery rate…\n`);
-  const alone = await deliveryRate(kind, false);
-  const beside = await deliveryRate(kind, true);
-  const wide = await deliveryRate(kind, false, 10);
-  const behind = await deliveryRate(kind, true, 1, BACKLOG);
-  const steady = await rateBehindOpenCircuit(kind, BACKLOG);
-  rows.push([kind, 'deliveries/s to 1 fast subscriber', fmt(alone.rate, 0), '1.00']);
-  rows.push([
-    kind,
-    'deliveries/s to it beside a hanging endpoint',
-    fmt(beside.rate, 0),
-    fmt(beside.rate / alone.rate, 2),
-  ]);
-  rows.push([kind, 'deliveries/s to 10 fast subscribers', fmt(wide.rate, 0), fmt(wide.rate / alone.rate, 2)]);
-  rows.push([
-    kind,
-    `deliveries/s beside a hanging endpoint with ${BACKLOG} queued`,
-    fmt(behind.rate, 0),
-    fmt(behind.rate / alone.rate, 2),
-  ]);
-  rows.push([kind, '  …and once its circuit has opened', fmt(steady, 0), fmt(steady / alone.rate, 2)]);
-  rows.push([kind, 'heap retained KiB per 1,000 deliveries', fmt(alone.heapPer1000 / 1024, 0), '-']);
 }
 
-const header = ['store', 'measure', 'value', 'ratio'];
-const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
-const line = (r) =>
-  r.map((c, i) => (i >= 2 ? String(c).padStart(widths[i]) : String(c).padEnd(widths[i]))).join('  ');
-console.log(
-  `\nhookline bench (${EMITS} emits per case, ${DELIVERIES} deliveries per case, node ${process.version})\n`,
+function buildTable(spec, results, notes, ran) {
+  const out = [['measure', 'value', 'ratio', 'target', 'result', 'note']];
+  for (const [i, row] of spec.entries()) {
+    if (row.section) {
+      const next = spec.slice(i + 1).findIndex((r) => r.section);
+      const body = spec.slice(i + 1, next < 0 ? undefined : i + 1 + next);
+      if (body.some((r) => ran.has(r.c))) out.push([`**${row.section}**`, '', '', '', '', '']);
+      continue;
+    }
+    if (!ran.has(row.c)) continue;
+    const keys = [row.key].flat();
+    const d = row.decimals ?? 0;
+    const value =
+      keys.map((k) => fmt(results[k], d)).join(' / ') +
+      (Number.isFinite(results[keys[0]]) ? ` ${row.unit}` : '');
+    const note = keys
+      .map((k) => notes[k])
+      .filter(Boolean)
+      .join('; ');
+    const lines = [];
+    if (row.max !== undefined) {
+      const v = results[keys[0]];
+      lines.push([
+        '',
+        `≤ ${row.max} ${row.unit}`,
+        Number.isFinite(v) ? (v <= row.max ? 'PASS' : 'MISS') : '-',
+      ]);
+    }
+    for (const r of row.ratios ?? []) {
+      const ratio = results[keys[0]] / results[r.of];
+      const shown = Number.isFinite(ratio) ? `${fmt(ratio, 2)}× ${r.name}` : `- × ${r.name}`;
+      const target = r.min !== undefined ? `≥ ${r.min}` : r.max !== undefined ? `≤ ${r.max}` : '';
+      const pass = r.min !== undefined ? ratio >= r.min : r.max !== undefined ? ratio <= r.max : null;
+      lines.push([
+        shown,
+        target,
+        pass === null ? '' : Number.isFinite(ratio) ? (pass ? 'PASS' : 'MISS') : '-',
+      ]);
+    }
+    if (lines.length === 0) lines.push(['', '', '']);
+    lines.forEach((l, i) => out.push(i === 0 ? [row.label, value, ...l, note] : ['', '', ...l, '']));
+  }
+  const widths = out[0].map((_, i) => Math.max(...out.map((r) => r[i].length)));
+  const line = (r) =>
+    `| ${r.map((c, i) => (i === 1 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join(' | ')} |`;
+  return [
+    line(out[0]),
+    `|${widths.map((w, i) => (i === 1 ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|')}|`,
+    ...out.slice(1).map(line),
+  ].join('\n');
+}
+
+// ---- running --------------------------------------------------------------------------------------
+
+function machine() {
+  const sh = (cmd) => {
+    try {
+      return execSync(cmd, { stdio: ['ignore', 'pipe', 'ignore'] })
+        .toString()
+        .trim();
+    } catch {
+      return '?';
+    }
+  };
+  const dirty = sh('git status --porcelain -- packages') ? ' + uncommitted changes in packages/' : '';
+  return [
+    `- node ${process.version}, nproc ${os.availableParallelism()}, memory ${fmt(os.totalmem() / 2 ** 30, 1)} GiB, ${os.cpus()[0]?.model ?? 'cpu ?'}`,
+    `- commit ${sh('git rev-parse --short HEAD')}${dirty}`,
+  ].join('\n');
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  installExitHandlers();
+  const s = scale(args.quick);
+  // --only: a case's exact name, or a prefix of several (drain = drain-sqlite + drain-pg).
+  const wanted = (c, o) => c.name === o || (!CASES.some((x) => x.name === o) && c.name.startsWith(o));
+  const selected = CASES.filter(
+    (c) => (!args.only || args.only.some((o) => wanted(c, o))) && !(args.skipMemory && c.name === 'memory'),
+  );
+  if (selected.length === 0)
+    throw new Error(`--only ${args.only} matches no case (${CASES.map((c) => c.name).join(', ')})`);
+  const samples = {};
+  const notes = {};
+  const results = {};
+  const ran = new Set();
+  const caseLimitMs = args.quick ? 120_000 : 600_000;
+  const started = now();
+  const log = (msg) => process.stderr.write(`[${fmt((now() - started) / 1000, 1).padStart(6)} s] ${msg}\n`);
+  const progress = (msg) => {
+    if (process.stderr.isTTY) process.stderr.write(`\r\x1b[2K  ${msg}\r`);
+  };
+  for (let round = 1; round <= args.repeat; round++) {
+    for (const c of selected) {
+      log(`${c.name}${args.repeat > 1 ? ` (round ${round}/${args.repeat})` : ''}`);
+      ran.add(c.name);
+      let timer;
+      try {
+        const ctx = { quick: args.quick, scale: s, results, log: (m) => log(`  ${m}`), progress };
+        const timeout = new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no result after ${caseLimitMs / 1000} s`)), caseLimitMs);
+        });
+        const r = await Promise.race([c.run(ctx), timeout]);
+        for (const [k, v] of Object.entries(r.metrics)) (samples[k] ??= []).push(v);
+        for (const [k, v] of Object.entries(r.notes ?? {})) if (v) (notes[k] ??= new Set()).add(v);
+        for (const [k, v] of Object.entries(samples)) results[k] = median(v);
+      } catch (err) {
+        log(`  ${c.name} failed: ${err.stack ?? err}`);
+        (notes[`case.${c.name}`] ??= new Set()).add(`failed: ${String(err.message).split('\n')[0]}`);
+        killAll(); // whatever the case left running; its clean-ups follow from the rejections
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+  }
+  const noteText = Object.fromEntries(Object.entries(notes).map(([k, v]) => [k, [...v].join(' | ')]));
+  const spec = rows(s);
+  // A failed case's note goes on its first row.
+  for (const c of selected) {
+    const first = spec.find((r) => r.c === c.name);
+    const failure = noteText[`case.${c.name}`];
+    if (first && failure) {
+      const k = [first.key].flat()[0];
+      noteText[k] = [noteText[k], failure].filter(Boolean).join('; ');
+    }
+  }
+  const table = buildTable(spec, results, noteText, ran);
+  const repeat = args.repeat > 1 ? `, medians of ${args.repeat} runs` : '';
+  const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
+  const header = `hookline bench${args.quick ? ' --quick' : ''}: ${fmt(s.deliveries)} deliveries per drain/e2e case${repeat}; took ${fmt((now() - started) / 1000)} s`;
+  process.stdout.write(`\n${header}\n\n${table}\n`);
+  const md = [
+    '# hookline bench: last run',
+    '',
+    `- command: \`${command}\``,
+    `- date: ${new Date().toISOString()}`,
+    machine(),
+    `- ${header}`,
+    '',
+    table,
+    '',
+    'Rates are deliveries (or emits) per second; ratios divide by the figure named beside them, measured in',
+    'the same run. Drains are timed from the spawn of the worker process(es) to the last delivery; end to end',
+    'from the first emit to the last delivery. A "partial" note means the time budget ran out and the rate',
+    'covers what was delivered by then.',
+    '',
+  ].join('\n');
+  writeFileSync(fileURLToPath(new URL('./last-run.md', import.meta.url)), md);
+  log('wrote bench/last-run.md');
+  await cleanupAll();
+}
+
+main().then(
+  () => process.exit(0),
+  async (err) => {
+    process.stderr.write(`${err.stack ?? err}\n`);
+    await cleanupAll();
+    process.exit(1);
+  },
 );
-console.log(line(header));
-console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-for (const r of rows) console.log(line(r));

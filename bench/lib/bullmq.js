@@ -1,0 +1,132 @@
+// BullMQ baseline on the local Redis, set up the way a competent engineer would deliver webhooks
+// with it: one job per delivery; a producer process (addBulk in chunks to fill a backlog, or add()
+// with 32 in flight while delivering); a worker process with concurrency 64 posting through an undici
+// Pool, signing each attempt; retries with BullMQ's exponential backoff (17 attempts); completed
+// jobs removed. Each run uses a fresh queue name and obliterates the queue afterwards.
+import { randomBytes } from 'node:crypto';
+import { Queue, Worker } from 'bullmq';
+import { Pool } from 'undici';
+import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
+import { awaitDeliveries } from './subscriber.js';
+import { deliveryBody, eventData, newSecret, signedHeaders } from './payload.js';
+import { Samples, now, summarize } from './stats.js';
+
+const connection = {
+  host: process.env.BENCH_REDIS_HOST ?? '127.0.0.1',
+  port: Number(process.env.BENCH_REDIS_PORT ?? 6379),
+};
+const jobOptions = {
+  attempts: 17,
+  backoff: { type: 'exponential', delay: 1000 },
+  removeOnComplete: true,
+  removeOnFail: { age: 7 * 24 * 3600 },
+};
+
+async function withQueue(fn) {
+  const name = `bench-${randomBytes(4).toString('hex')}`;
+  const producer = forkRole(import.meta.url, { role: 'producer', name });
+  const workers = [];
+  const startWorker = async () => {
+    const w = forkRole(import.meta.url, { role: 'worker', name });
+    workers.push(w);
+    return w;
+  };
+  try {
+    return await fn({ producer, startWorker });
+  } finally {
+    for (const w of workers) w.kill('SIGKILL');
+    await producer.call('obliterate').catch(() => {});
+    producer.kill('SIGKILL');
+  }
+}
+
+/** Drain: `total` jobs queued first, then the worker process starts; rate from its spawn to the last delivery. */
+export function drain({ subscriber, total, limits }) {
+  return withQueue(async ({ producer, startWorker }) => {
+    await producer.call('fill', { url: subscriber.url('/hook/0'), total });
+    const start = now();
+    await startWorker();
+    return awaitDeliveries(subscriber, total, start, limits);
+  });
+}
+
+/** End to end: worker running, then `total` jobs added with 32 in flight while it delivers. */
+export function endToEnd({ subscriber, total, limits }) {
+  return withQueue(async ({ producer, startWorker }) => {
+    const worker = await startWorker();
+    await worker.waitEvent((m) => m.event === 'ready');
+    const start = now();
+    const adds = await producer.call('stream', { url: subscriber.url('/hook/0'), total, concurrency: 32 });
+    const r = await awaitDeliveries(subscriber, total, start, limits);
+    return { ...r, ingest: adds.rate, emit: adds, latency: await subscriber.call('latency') };
+  });
+}
+
+function producerMain(name) {
+  const queue = new Queue(name, { connection, defaultJobOptions: jobOptions });
+  serveRequests({
+    async fill({ url, total, chunk = 1000 }) {
+      for (let i = 0; i < total; i += chunk) {
+        const jobs = [];
+        for (let j = i; j < Math.min(total, i + chunk); j++)
+          jobs.push({ name: 'deliver', data: { url, data: eventData(j) } });
+        await queue.addBulk(jobs);
+      }
+      return { total };
+    },
+    async stream({ url, total, concurrency }) {
+      const latencies = new Samples();
+      let next = 0;
+      const start = now();
+      const loop = async () => {
+        while (next < total) {
+          const t0 = now();
+          await queue.add('deliver', { url, data: eventData(next++, t0) });
+          latencies.push(now() - t0);
+        }
+      };
+      await Promise.all(Array.from({ length: concurrency }, loop));
+      return { rate: (total / (now() - start)) * 1000, ...summarize(latencies.view()) };
+    },
+    async obliterate() {
+      await queue.obliterate({ force: true });
+      await queue.close();
+    },
+  });
+}
+
+function workerMain(name) {
+  const secret = newSecret();
+  const pools = new Map();
+  const pool = (origin) => {
+    if (!pools.has(origin)) pools.set(origin, new Pool(origin, { connections: 64, pipelining: 1 }));
+    return pools.get(origin);
+  };
+  const worker = new Worker(
+    name,
+    async (job) => {
+      const target = new URL(job.data.url);
+      const body = deliveryBody(job.data.data);
+      const res = await pool(target.origin).request({
+        path: target.pathname,
+        method: 'POST',
+        headers: signedHeaders(secret, `msg_${job.id}`, body),
+        body,
+        headersTimeout: 15_000,
+        bodyTimeout: 15_000,
+      });
+      await res.body.dump();
+      if (res.statusCode < 200 || res.statusCode >= 300) throw new Error(`HTTP ${res.statusCode}`);
+    },
+    { connection, concurrency: 64 },
+  );
+  worker.on('error', () => {});
+  serveRequests({});
+  worker.waitUntilReady().then(() => process.send({ event: 'ready' }));
+}
+
+if (isMain(import.meta.url)) {
+  const { role, name } = childOptions();
+  if (role === 'producer') producerMain(name);
+  else workerMain(name);
+}

@@ -1,0 +1,431 @@
+// The benchmark cases. Each takes the run's context and returns {metrics, notes}: flat numbers keyed
+// by name (the table in run.js picks them up) and short remarks keyed the same way. A case starts
+// its own processes and databases and stops/removes them before it returns.
+import * as bullmq from './bullmq.js';
+import { ceiling } from './ceiling.js';
+import { emit } from './emitter.js';
+import { startFastifyNoop } from './fastify-noop.js';
+import * as graphile from './graphile.js';
+import { createEndpoints, createHookline, queueDepth } from './hookline.js';
+import { freePort, stop, watchMemory } from './processes.js';
+import { fmt, now, sleep } from './stats.js';
+import { awaitDeliveries, startSubscriber } from './subscriber.js';
+
+/** Counts and time limits; `--quick` scales everything down to stay within two minutes. */
+export function scale(quick) {
+  return quick
+    ? {
+        deliveries: 3000,
+        ingestMs: 2000,
+        pacedMs: 3000,
+        backlog: 20_000,
+        fanoutMs: 3000,
+        memoryEvents: 10_000,
+        budgetMs: 8000,
+        memoryBudgetMs: 20_000,
+        stallMs: 20_000,
+      }
+    : {
+        deliveries: 10_000,
+        ingestMs: 5000,
+        pacedMs: 5000,
+        backlog: 100_000,
+        fanoutMs: 10_000,
+        memoryEvents: 100_000,
+        budgetMs: 30_000,
+        memoryBudgetMs: 90_000,
+        stallMs: 60_000,
+      };
+}
+
+async function withSubscribers(modes, fn) {
+  const subs = [];
+  try {
+    for (const mode of modes) subs.push(await startSubscriber({ port: await freePort(), mode }));
+    return await fn(...subs);
+  } finally {
+    for (const s of subs) s.kill('SIGKILL');
+  }
+}
+
+/** A fresh hookline installation (see createHookline) for the duration of `fn`. */
+async function withHookline(kind, { env = {}, api } = {}, fn) {
+  const hl = await createHookline(kind, env, { api });
+  try {
+    return await fn(hl);
+  } finally {
+    await hl.close();
+  }
+}
+
+const limitsOf = (ctx) => ({ stallMs: ctx.scale.stallMs, budgetMs: ctx.scale.budgetMs });
+
+/** A note for a wait that did not complete: cut short by the time budget, or stalled. */
+function shortfall(ctx, r, total) {
+  if (r.done) return r.duplicates ? `${fmt(r.duplicates)} duplicate deliveries` : '';
+  if (r.partial) return `partial: ${fmt(r.count)} of ${fmt(total)} within the time budget`;
+  return `no progress for ${fmt(ctx.scale.stallMs / 1000)} s (${fmt(r.count)} of ${fmt(total)} delivered)`;
+}
+
+/** For a timed drain: how long the worker took to its first delivery (start-up), and any shortfall. */
+function drainNote(ctx, r, total) {
+  const first = Number.isFinite(r.firstAfterMs)
+    ? `first delivery at +${fmt(r.firstAfterMs / 1000, 2)} s`
+    : '';
+  return [first, shortfall(ctx, r, total)].filter(Boolean).join('; ');
+}
+
+/**
+ * Fills a backlog through `hookline serve --no-worker` (events emitted over HTTP, all answered 202)
+ * (`hl.api`) for endpoints at `urls`. Fan-out is left to the worker.
+ */
+async function fillBacklog(ctx, hl, urls, events, { concurrency = 64 } = {}) {
+  const api = hl.api;
+  await createEndpoints(api.origin, hl.tenantKey, urls);
+  const t0 = now();
+  const r = await emit(
+    { origin: api.origin, key: hl.producerKey, total: events, concurrency, retry: true },
+    { onProgress: (p) => ctx.progress(`filling ${fmt(p.ok)}/${fmt(events)}`) },
+  );
+  if (r.ok !== events) throw new Error(`backlog fill: only ${r.ok} of ${events} emits accepted`);
+  ctx.log(`backlog of ${fmt(events)} events in ${fmt((now() - t0) / 1000, 1)} s`);
+  return api;
+}
+
+/** Drain: backlog first, then `workers` `hookline worker` processes; rate from their spawn to the last delivery. */
+async function hooklineDrain(ctx, kind, endpoints, workers) {
+  const total = ctx.scale.deliveries;
+  return withSubscribers(['ok'], (sub) =>
+    withHookline(kind, { api: 'no-worker' }, async (hl) => {
+      const urls = Array.from({ length: endpoints }, (_, i) => sub.url(`/hook/${i}`));
+      await stop(await fillBacklog(ctx, hl, urls, total / endpoints));
+      const start = now();
+      await Promise.all(Array.from({ length: workers }, () => hl.worker()));
+      const r = await awaitDeliveries(sub, total, start, limitsOf(ctx));
+      return { rate: r.rate, note: drainNote(ctx, r, total) };
+    }),
+  );
+}
+
+async function drainCase(ctx, kind, workers) {
+  const metrics = {};
+  const notes = {};
+  for (const endpoints of [1, 10]) {
+    ctx.log(`${kind} drain, ${endpoints} endpoint(s), ${workers} worker(s)`);
+    const r = await hooklineDrain(ctx, kind, endpoints, workers);
+    metrics[`drain.${kind}.${endpoints}`] = r.rate;
+    notes[`drain.${kind}.${endpoints}`] = r.note;
+  }
+  return { metrics, notes };
+}
+
+/**
+ * End to end: events emitted over HTTP (32 in flight) while hookline delivers. Embedded (`serve`)
+ * on SQLite; on PostgreSQL one `serve --no-worker` and two `worker` processes.
+ */
+async function e2eCase(ctx, kind) {
+  const metrics = {};
+  const notes = {};
+  const total = ctx.scale.deliveries;
+  for (const endpoints of [1, 10]) {
+    ctx.log(`${kind} end to end, ${endpoints} endpoint(s)`);
+    const p = `e2e.${kind}.${endpoints}`;
+    await withSubscribers(['ok'], (sub) =>
+      withHookline(kind, { api: kind === 'sqlite' ? 'embedded' : 'no-worker' }, async (hl) => {
+        const api = hl.api;
+        const workers = kind === 'sqlite' ? [] : await Promise.all([hl.worker(), hl.worker()]);
+        await Promise.all(workers.map((w) => w.ready()));
+        const urls = Array.from({ length: endpoints }, (_, i) => sub.url(`/hook/${i}`));
+        await createEndpoints(api.origin, hl.tenantKey, urls);
+        const memory = watchMemory([api, ...workers]);
+        const e = await emit({
+          origin: api.origin,
+          key: hl.producerKey,
+          total: total / endpoints,
+          concurrency: 32,
+        });
+        const r = await awaitDeliveries(sub, total, e.startedAt, limitsOf(ctx));
+        const peaks = memory.stop();
+        const latency = await sub.call('latency');
+        Object.assign(metrics, {
+          [`${p}.ingest`]: e.rate,
+          [`${p}.rate`]: r.rate,
+          [`${p}.emitP50`]: e.p50,
+          [`${p}.emitP99`]: e.p99,
+          [`${p}.latP50`]: latency.p50,
+          [`${p}.latP99`]: latency.p99,
+          [`${p}.rss`]: Math.max(...peaks),
+        });
+        notes[`${p}.rate`] = shortfall(ctx, r, total);
+        if (e.failed) notes[`${p}.ingest`] = `${e.failed} emits failed: ${JSON.stringify(e.statuses)}`;
+        if (workers.length)
+          notes[`${p}.rss`] = `api ${fmt(peaks[0])} MB, workers ${peaks
+            .slice(1)
+            .map((m) => fmt(m))
+            .join(' / ')} MB`;
+      }),
+    );
+  }
+  return { metrics, notes };
+}
+
+async function baselineCase(ctx, name, lib) {
+  const total = ctx.scale.deliveries;
+  const metrics = {};
+  const notes = {};
+  await withSubscribers(['ok'], async (sub) => {
+    ctx.log(`${name} drain`);
+    const d = await lib.drain({ subscriber: sub, total, limits: limitsOf(ctx) });
+    metrics[`${name}.drain`] = d.rate;
+    notes[`${name}.drain`] = drainNote(ctx, d, total);
+    await sub.call('reset');
+    ctx.log(`${name} end to end`);
+    const e = await lib.endToEnd({ subscriber: sub, total, limits: limitsOf(ctx) });
+    Object.assign(metrics, {
+      [`${name}.e2e`]: e.rate,
+      [`${name}.ingest`]: e.ingest,
+      [`${name}.latP50`]: e.latency.p50,
+      [`${name}.latP99`]: e.latency.p99,
+    });
+    notes[`${name}.e2e`] = shortfall(ctx, e, total);
+  });
+  return { metrics, notes };
+}
+
+/** Ingest over HTTP, 32 in flight, no endpoint: closed-loop emitter for `ingestMs`, first 10 % left out. */
+async function ingestRun(ctx, origin, key) {
+  const e = await emit({ origin, key, durationMs: ctx.scale.ingestMs, concurrency: 32, warmup: 300 });
+  return { rate: e.rate, p50: e.p50, p99: e.p99, note: e.failed ? `${e.failed} failed` : '' };
+}
+
+async function ingestCase(ctx) {
+  const metrics = {};
+  const notes = {};
+  const record = (name, r) => {
+    metrics[`ingest.${name}`] = r.rate;
+    metrics[`ingest.${name}.p99`] = r.p99;
+    if (r.note) notes[`ingest.${name}`] = r.note;
+  };
+  ctx.log('ingest: no-op Fastify');
+  const noop = await startFastifyNoop({ port: await freePort() });
+  try {
+    record('fastify', await ingestRun(ctx, noop.origin, 'none'));
+  } finally {
+    noop.kill('SIGKILL');
+  }
+  for (const kind of ['sqlite', 'pg']) {
+    ctx.log(`ingest: hookline ${kind}`);
+    // Embedded `serve` on SQLite (its worker has nothing to deliver); the API process alone on PostgreSQL.
+    await withHookline(kind, { api: kind === 'sqlite' ? 'embedded' : 'no-worker' }, async (hl) => {
+      const api = hl.api;
+      record(kind, await ingestRun(ctx, api.origin, hl.producerKey));
+    });
+  }
+  return { metrics, notes };
+}
+
+/** Emit latency while delivering: embedded SQLite, 1 endpoint, emits paced at half the ingest rate. */
+async function ingestHalfCase(ctx) {
+  let ingest = ctx.results['ingest.sqlite'];
+  const notes = {};
+  if (!Number.isFinite(ingest)) {
+    ctx.log('emit p99 at half ingest: measuring SQLite ingest first');
+    ingest = await withHookline('sqlite', { api: 'embedded' }, async (hl) => {
+      return (await ingestRun(ctx, hl.api.origin, hl.producerKey)).rate;
+    });
+  }
+  const rate = Math.max(1, Math.round(ingest / 2));
+  ctx.log(`emit latency at ${fmt(rate)}/s (half of ingest ${fmt(ingest)}/s) while delivering`);
+  return withSubscribers(['ok'], (sub) =>
+    withHookline('sqlite', { api: 'embedded' }, async (hl) => {
+      const api = hl.api;
+      await createEndpoints(api.origin, hl.tenantKey, [sub.url('/hook/0')]);
+      const e = await emit({
+        origin: api.origin,
+        key: hl.producerKey,
+        rate,
+        durationMs: ctx.scale.pacedMs,
+        warmup: Math.round(rate / 2),
+      });
+      const delivered = (await sub.call('stats')).count;
+      notes['half.p99'] =
+        `${fmt(rate)} emits/s for ${fmt(ctx.scale.pacedMs / 1000)} s; ${fmt(delivered)} of ${fmt(e.ok)} delivered by the last emit`;
+      return { metrics: { 'half.p50': e.p50, 'half.p99': e.p99, 'half.rate': rate }, notes };
+    }),
+  );
+}
+
+/**
+ * Backlog independence: SQLite, one endpoint, drain rate with a large backlog and with 1,000 queued,
+ * each measured between the 100th and the 900th delivery (worker start-up and tail left out).
+ */
+async function backlogCase(ctx) {
+  const metrics = {};
+  const notes = {};
+  for (const [name, events] of [
+    ['large', ctx.scale.backlog],
+    ['small', 1000],
+  ]) {
+    ctx.log(`backlog independence: ${fmt(events)} queued`);
+    await withSubscribers(['ok'], (sub) =>
+      withHookline('sqlite', { api: 'no-worker' }, async (hl) => {
+        await stop(await fillBacklog(ctx, hl, [sub.url('/hook/0')], events));
+        const start = now();
+        await hl.worker();
+        const r = await awaitDeliveries(sub, 900, start, limitsOf(ctx));
+        const t100 = await sub.call('timeOf', { k: 100 });
+        metrics[`backlog.${name}`] = r.done ? (800 / (r.at - t100)) * 1000 : NaN;
+        notes[`backlog.${name}`] = shortfall(ctx, r, 900);
+      }),
+    );
+  }
+  metrics['backlog.events'] = ctx.scale.backlog;
+  return { metrics, notes };
+}
+
+/**
+ * Isolation: SQLite drain to 10 endpoints, nine on the healthy subscriber and the tenth on a second
+ * one that either hangs or is healthy too; rate of the nine's deliveries from worker start.
+ */
+async function isolationCase(ctx) {
+  const metrics = {};
+  const notes = {};
+  const events = Math.round(ctx.scale.deliveries / 10);
+  for (const tenth of ['ok', 'hang']) {
+    ctx.log(`isolation: tenth endpoint ${tenth === 'ok' ? 'healthy' : 'hanging'}`);
+    await withSubscribers(['ok', tenth], (sub, other) =>
+      withHookline(
+        'sqlite',
+        { env: { HOOKLINE_DELIVERY_TIMEOUT_MS: '2000' }, api: 'no-worker' },
+        async (hl) => {
+          const urls = [...Array.from({ length: 9 }, (_, i) => sub.url(`/hook/${i}`)), other.url('/hook/9')];
+          await stop(await fillBacklog(ctx, hl, urls, events));
+          const start = now();
+          await hl.worker();
+          const r = await awaitDeliveries(sub, 9 * events, start, limitsOf(ctx));
+          metrics[`isolation.${tenth}`] = r.rate;
+          notes[`isolation.${tenth}`] = drainNote(ctx, r, 9 * events);
+        },
+      ),
+    );
+  }
+  return { metrics, notes };
+}
+
+/** Fan-out independence: emit latency of embedded `serve` (SQLite) at 50/s with 1,000 endpoints vs 1. */
+async function fanoutCase(ctx) {
+  const metrics = {};
+  const notes = {};
+  for (const endpoints of [1, 1000]) {
+    ctx.log(`fan-out: 50 emits/s with ${fmt(endpoints)} endpoint(s)`);
+    await withSubscribers(['ok'], (sub) =>
+      withHookline('sqlite', { api: 'embedded' }, async (hl) => {
+        const api = hl.api;
+        const urls = Array.from({ length: endpoints }, (_, i) => sub.url(`/hook/${i}`));
+        await createEndpoints(api.origin, hl.tenantKey, urls);
+        const e = await emit({
+          origin: api.origin,
+          key: hl.producerKey,
+          rate: 50,
+          durationMs: ctx.scale.fanoutMs,
+          warmup: 10,
+        });
+        const delivered = (await sub.call('stats')).count;
+        metrics[`fanout.${endpoints}.p50`] = e.p50;
+        metrics[`fanout.${endpoints}.p99`] = e.p99;
+        notes[`fanout.${endpoints}.p99`] = `${fmt(e.n)} emits; ${fmt(delivered)} deliveries meanwhile`;
+      }),
+    );
+  }
+  return { metrics, notes };
+}
+
+/**
+ * Memory: `memoryEvents` events × 10 endpoints emitted through `serve --no-worker` while the
+ * subscriber is down; one `hookline worker` fans out and keeps failing; its peak RSS is taken once
+ * fan-out is complete and it has run a while longer. Then the subscriber comes up and the drain is timed.
+ */
+async function memoryCase(ctx) {
+  const events = ctx.scale.memoryEvents;
+  const total = events * 10;
+  const env = { HOOKLINE_RETRY_BASE_MS: '200', HOOKLINE_RETRY_MAX_MS: '1000', HOOKLINE_MAX_RETRIES: '100' };
+  const notes = {};
+  return withSubscribers(['down'], (sub) =>
+    withHookline('sqlite', { env, api: 'no-worker' }, async (hl) => {
+      const urls = Array.from({ length: 10 }, (_, i) => sub.url(`/hook/${i}`));
+      const api = await fillBacklog(ctx, hl, urls, events, { concurrency: 96 });
+      const worker = await hl.worker();
+      const memory = watchMemory([worker], 500);
+      // Fan-out is complete when no message awaits it (hookline_queue_depth on the API's /metrics).
+      const t0 = now();
+      let depth = null;
+      while (now() - t0 < ctx.scale.memoryBudgetMs) {
+        await sleep(2000);
+        depth = await queueDepth(api.origin);
+        ctx.progress(`fan-out: ${depth ? JSON.stringify(depth) : 'queue depth not in /metrics'}`);
+        if (!depth || depth.awaiting_fanout === 0) break;
+      }
+      const pending = depth ? (depth.due ?? 0) + (depth.scheduled ?? 0) + (depth.delivering ?? 0) : NaN;
+      if (!depth) notes['memory.rss'] = 'queue depth unknown (/metrics without hookline_queue_depth)';
+      else if (depth.awaiting_fanout > 0)
+        notes['memory.rss'] = `fan-out incomplete after ${fmt(ctx.scale.memoryBudgetMs / 1000)} s`;
+      await sleep(ctx.quick ? 2000 : 10_000); // the worker keeps retrying with everything pending
+      const [rss] = memory.stop();
+      notes['memory.rss'] ??= `${fmt(pending)} pending per /metrics when measured`;
+      await stop(api);
+      ctx.log(`subscriber up; draining ${fmt(total)}`);
+      const start = now();
+      await sub.call('up');
+      const r = await awaitDeliveries(sub, total, start, {
+        stallMs: ctx.scale.stallMs,
+        budgetMs: ctx.scale.memoryBudgetMs,
+      });
+      notes['memory.drain'] = [
+        r.first ? `first delivery ${fmt((r.first - start) / 1000, 1)} s after up` : 'no delivery',
+        shortfall(ctx, r, total),
+      ]
+        .filter(Boolean)
+        .join('; ');
+      return {
+        metrics: {
+          'memory.rss': rss,
+          'memory.pending': pending,
+          'memory.total': total,
+          'memory.drain': r.done ? (r.at - start) / 1000 : NaN,
+          'memory.rate': r.rate,
+        },
+        notes,
+      };
+    }),
+  );
+}
+
+/** Every case, in the order they run; `--only` selects by name or name prefix. */
+export const CASES = [
+  {
+    name: 'ceiling',
+    run: async (ctx) => {
+      const total = ctx.scale.deliveries;
+      return withSubscribers(['ok'], async (sub) => {
+        ctx.log('ceiling: raw undici Pool → subscriber');
+        const r = await ceiling({ url: sub.url('/hook/0'), total });
+        return {
+          metrics: { 'ceiling.rate': r.rate },
+          notes: r.failed ? { 'ceiling.rate': `${r.failed} failed` } : {},
+        };
+      });
+    },
+  },
+  { name: 'bullmq', run: (ctx) => baselineCase(ctx, 'bullmq', bullmq) },
+  { name: 'graphile', run: (ctx) => baselineCase(ctx, 'graphile', graphile) },
+  { name: 'drain-sqlite', run: (ctx) => drainCase(ctx, 'sqlite', 1) },
+  { name: 'drain-pg', run: (ctx) => drainCase(ctx, 'pg', 2) },
+  { name: 'e2e-sqlite', run: (ctx) => e2eCase(ctx, 'sqlite') },
+  { name: 'e2e-pg', run: (ctx) => e2eCase(ctx, 'pg') },
+  { name: 'ingest', run: ingestCase },
+  { name: 'ingest-half', run: ingestHalfCase },
+  { name: 'backlog', run: backlogCase },
+  { name: 'isolation', run: isolationCase },
+  { name: 'fanout', run: fanoutCase },
+  { name: 'memory', run: memoryCase },
+];

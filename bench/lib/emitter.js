@@ -1,0 +1,129 @@
+// The producer, in its own process: POST /v1/events over HTTP (undici Pool), either closed-loop with
+// `concurrency` requests in flight or paced at `rate` per second. Each event carries its send time
+// in data.sentAt so the subscriber can measure emit-to-delivery latency. Answers with counts, the
+// achieved rate and emit latency percentiles (the first `warmup` emits are left out of both).
+import { Pool } from 'undici';
+import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
+import { EVENT_TYPE, eventData } from './payload.js';
+import { Samples, now, sleep, summarize } from './stats.js';
+
+/** Orchestrator side: runs one emitter process to completion and resolves with its summary. */
+export async function emit(options, { onProgress } = {}) {
+  const child = forkRole(import.meta.url, options);
+  if (onProgress) child.onEvent((m) => m.event === 'progress' && onProgress(m));
+  try {
+    return await child.call('run');
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+function main() {
+  const o = childOptions();
+  const {
+    origin,
+    path = '/v1/events',
+    key,
+    tenant = 'acme',
+    concurrency = 32,
+    total = Infinity,
+    durationMs = Infinity,
+    rate = 0,
+    warmup = 0,
+    retry = false,
+    seqStart = 0,
+  } = o;
+  const pool = new Pool(origin, {
+    connections: rate ? 1024 : concurrency, // paced: never queue in the client
+    pipelining: 1,
+    keepAliveTimeout: 60_000,
+  });
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+  const latencies = new Samples();
+  const statuses = {};
+  let sent = 0;
+  let ok = 0;
+  let failed = 0;
+  let retries = 0;
+  let inFlight = 0;
+  let warmupDoneAt = null;
+  let lastDone = 0;
+
+  async function once(seq) {
+    for (let attempt = 0; ; attempt++) {
+      const body = JSON.stringify({ tenant_id: tenant, type: EVENT_TYPE, data: eventData(seq) });
+      const t0 = now();
+      let status;
+      try {
+        const res = await pool.request({ path, method: 'POST', headers, body });
+        status = res.statusCode;
+        await res.body.dump();
+      } catch (err) {
+        status = err.code ?? 'error';
+      }
+      const t1 = now();
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      if (status === 202 || status === 200) {
+        ok++;
+        lastDone = t1;
+        if (seq - seqStart >= warmup) latencies.push(t1 - t0);
+        if (ok === warmup) warmupDoneAt = t1;
+        return;
+      }
+      if (!retry || attempt >= 50) {
+        failed++;
+        return;
+      }
+      retries++;
+      await sleep(Math.min(1000, 20 * 2 ** attempt));
+    }
+  }
+
+  async function run() {
+    const start = now();
+    const end = start + durationMs;
+    const progress = setInterval(() => process.send({ event: 'progress', ok, failed, sent }), 1000);
+    const more = () => sent < total && now() < end;
+    if (rate > 0) {
+      // Open loop: emit i is due at start + i/rate, whatever the answers do (bounded in-flight).
+      const jobs = new Set();
+      while (more()) {
+        const due = Math.floor(((now() - start) * rate) / 1000) + 1;
+        while (sent < due && more() && inFlight < 1024) {
+          inFlight++;
+          const p = once(seqStart + sent++).finally(() => {
+            inFlight--;
+            jobs.delete(p);
+          });
+          jobs.add(p);
+        }
+        await sleep(Math.max(1, Math.min(5, ((due * 1000) / rate + start - now()) | 0)));
+      }
+      await Promise.all(jobs);
+    } else {
+      const loop = async () => {
+        while (more()) await once(seqStart + sent++);
+      };
+      await Promise.all(Array.from({ length: concurrency }, loop));
+    }
+    clearInterval(progress);
+    const from = warmup > 0 ? (warmupDoneAt ?? lastDone) : start;
+    const counted = ok - Math.min(ok, warmup);
+    await pool.close();
+    return {
+      startedAt: start,
+      sent,
+      ok,
+      failed,
+      retries,
+      statuses,
+      elapsedMs: lastDone - start,
+      rate: counted > 0 ? (counted / (lastDone - from)) * 1000 : NaN,
+      ...summarize(latencies.view()),
+    };
+  }
+
+  serveRequests({ run });
+}
+
+if (isMain(import.meta.url)) main();

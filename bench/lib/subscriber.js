@@ -1,0 +1,133 @@
+// The webhook subscriber, in its own process: a plain node:http server on 127.0.0.1.
+//   ok    answers 204 as soon as the body is in; counts each (path, hook-id) once and records the
+//         emit-to-delivery latency from `data.sentAt`
+//   hang  accepts the request and never answers
+//   down  does not listen (connections are refused) until told `up`
+// The orchestrator asks it over IPC for counts, for the time of the n-th delivery, and to wait until
+// n deliveries have arrived (reporting a stall when none arrive for a while).
+import { createServer } from 'node:http';
+import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
+import { Samples, deliveryRate, now, summarize } from './stats.js';
+
+/** Orchestrator side: forks a subscriber on `port` and waits until it is listening (or not, if down). */
+export async function startSubscriber({ port, mode = 'ok' }) {
+  const child = forkRole(import.meta.url, { port, mode });
+  await child.waitEvent((m) => m.event === 'ready');
+  child.url = (path = '/hook') => `http://127.0.0.1:${port}${path}`;
+  return child;
+}
+
+/**
+ * Waits for `n` deliveries counted from `start` (epoch ms) and adds the delivery rate; gives up after
+ * `stallMs` without a delivery or `budgetMs` in all (then the rate covers what arrived, `partial`).
+ */
+export async function awaitDeliveries(subscriber, n, start, { stallMs = 60_000, budgetMs = Infinity } = {}) {
+  const r = await subscriber.call('waitFor', { n, stallMs, deadline: start + budgetMs });
+  return { ...r, ...deliveryRate(r, start), start, firstAfterMs: r.first === null ? NaN : r.first - start };
+}
+
+function main() {
+  const { port, mode: initialMode } = childOptions();
+  let mode = initialMode;
+  const seen = new Set();
+  const arrivals = new Samples();
+  const latencies = new Samples();
+  let total = 0;
+  let hanging = 0;
+  let lastArrival = now();
+  const waiters = new Set();
+
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      if (mode === 'hang') {
+        hanging++;
+        return;
+      }
+      res.writeHead(204).end();
+      total++;
+      const key = `${req.url} ${req.headers['hook-id']}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+      const at = now();
+      lastArrival = at;
+      arrivals.push(at);
+      try {
+        const sentAt = JSON.parse(Buffer.concat(chunks).toString()).data?.sentAt;
+        if (typeof sentAt === 'number') latencies.push(at - sentAt);
+      } catch {
+        // not JSON: counted, no latency
+      }
+      for (const w of waiters) if (arrivals.length >= w.n) w.finish(true);
+    });
+  });
+  server.keepAliveTimeout = 120_000;
+  server.headersTimeout = 0;
+  server.requestTimeout = 0;
+  const sockets = new Set();
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+
+  const listen = () => new Promise((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const stats = () => ({
+    count: arrivals.length,
+    total,
+    duplicates: total - arrivals.length,
+    hanging,
+    first: arrivals.length ? arrivals.data[0] : null,
+    last: arrivals.length ? arrivals.data[arrivals.length - 1] : null,
+  });
+
+  serveRequests({
+    stats,
+    /** Time of the k-th delivery (1-based), or null if fewer have arrived. */
+    timeOf: ({ k }) => (k >= 1 && k <= arrivals.length ? arrivals.data[k - 1] : null),
+    /** Emit-to-delivery latency of the deliveries numbered from..to (1-based, inclusive). */
+    latency: ({ from = 1, to = arrivals.length } = {}) =>
+      summarize(latencies.view().subarray(Math.max(0, from - 1), Math.min(to, latencies.length))),
+    reset: () => {
+      seen.clear();
+      arrivals.clear();
+      latencies.clear();
+      total = 0;
+      hanging = 0;
+      lastArrival = now();
+    },
+    up: async () => {
+      mode = 'ok';
+      if (!server.listening) await listen();
+    },
+    /**
+     * Resolves once `n` deliveries have arrived ({done: true, at}), or with {done: false} when none
+     * arrived for `stallMs`, or when `deadline` (epoch ms) passed.
+     */
+    waitFor: ({ n, stallMs = 60_000, deadline = Infinity }) =>
+      new Promise((resolve) => {
+        const w = {
+          n,
+          finish: (done, reason) => {
+            clearInterval(timer);
+            waiters.delete(w);
+            resolve({ done, reason, n, at: done ? arrivals.data[n - 1] : null, ...stats() });
+          },
+        };
+        const timer = setInterval(() => {
+          if (now() - lastArrival > stallMs) w.finish(false, 'stalled');
+          else if (now() > deadline) w.finish(false, 'deadline');
+        }, 100);
+        waiters.add(w);
+        lastArrival = Math.max(lastArrival, now() - 1);
+        if (arrivals.length >= n) w.finish(true);
+      }),
+  });
+
+  (async () => {
+    if (mode !== 'down') await listen();
+    process.send({ event: 'ready' });
+  })();
+}
+
+if (isMain(import.meta.url)) main();

@@ -338,6 +338,15 @@ async function main() {
   }
   const noteText = Object.fromEntries(Object.entries(notes).map(([k, v]) => [k, [...v].join(' | ')]));
   const spec = rows(s);
+  // With --repeat, the spread of each row's main figure goes beside its notes.
+  for (const row of spec.filter((r) => r.key)) {
+    const k = [row.key].flat()[0];
+    const v = (samples[k] ?? []).filter(Number.isFinite);
+    if (v.length > 1) {
+      const range = `${v.length} runs: ${fmt(Math.min(...v), row.decimals ?? 0)}–${fmt(Math.max(...v), row.decimals ?? 0)}`;
+      noteText[k] = [range, noteText[k]].filter(Boolean).join('; ');
+    }
+  }
   // A failed case's note goes on its first row.
   for (const c of selected) {
     const first = spec.find((r) => r.c === c.name);

@@ -37,6 +37,8 @@ function main() {
     connections: rate ? 1024 : concurrency, // paced: never queue in the client
     pipelining: 1,
     keepAliveTimeout: 60_000,
+    headersTimeout: 60_000,
+    bodyTimeout: 60_000,
   });
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
   const latencies = new Samples();
@@ -70,7 +72,8 @@ function main() {
         if (ok === warmup) warmupDoneAt = t1;
         return;
       }
-      if (!retry || attempt >= 50) {
+      // Fills retry refusals and 429/5xx answers; an emit unanswered for a minute is not retried.
+      if (!retry || attempt >= 50 || status === 'UND_ERR_HEADERS_TIMEOUT') {
         failed++;
         return;
       }

@@ -19,13 +19,13 @@ export interface Config {
   readonly logLevel: string;
   /** Attempts in flight per worker process, all endpoints together. */
   readonly workerConcurrency: number;
-  /** Attempts in flight per endpoint per worker process: a slow endpoint can hold at most this many slots. */
+  /** The ceiling of each endpoint's adaptive in-flight limit, across all workers together. */
   readonly endpointConcurrency: number;
   /** Health port of `hookline worker` (which serves no API). */
   readonly workerAdminPort: number;
   /** Finished deliveries, their messages and statistics are deleted after this many days. */
   readonly retentionDays: number;
-  /** An endpoint failing without a success for this long has its circuit opened (deliveries parked). */
+  /** An endpoint failing without a success for this long has its circuit opened (its queue paused). */
   readonly circuitBreakAfterMs: number;
   /** Requests per second one tenant key may make (bursts of twice that); 0 turns the limit off. */
   readonly tenantRateLimit: number;
@@ -55,8 +55,8 @@ export const DEFAULTS = {
   retryMaxMs: 6 * 60 * 60 * 1000,
   deliveryTimeoutMs: 15_000,
   logLevel: 'info',
-  workerConcurrency: 64,
-  endpointConcurrency: 4,
+  workerConcurrency: 128,
+  endpointConcurrency: 64,
   workerAdminPort: 8081,
   retentionDays: 30,
   tenantRateLimit: 20,

@@ -50,7 +50,8 @@ export async function tenantEndpointHealth(ctx: Context, tenantId: string) {
     data: rows.map((row) => {
       const h = healthById.get(row.id);
       const q = queueById.get(row.id);
-      const pausedUntil = q?.paused_until != null && Number(q.paused_until) > now ? Number(q.paused_until) : null;
+      const pausedUntil =
+        q?.paused_until != null && Number(q.paused_until) > now ? Number(q.paused_until) : null;
       const succeeded = Number(h?.succeeded ?? 0);
       const failed = Number(h?.failed ?? 0) + Number(h?.dead ?? 0);
       return {

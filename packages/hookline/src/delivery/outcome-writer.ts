@@ -187,7 +187,9 @@ export class OutcomeWriter {
         tx,
         {
           healthy: recorded.filter((o) => o.kind === 'succeeded').map((o) => o.delivery.endpoint_id),
-          failing: recorded.filter((o) => o.kind !== 'succeeded' && !o.gone).map((o) => o.delivery.endpoint_id),
+          failing: recorded
+            .filter((o) => o.kind !== 'succeeded' && !o.gone)
+            .map((o) => o.delivery.endpoint_id),
           gone: recorded.filter((o) => o.kind !== 'succeeded' && o.gone).map((o) => o.delivery.endpoint_id),
         },
         now,
@@ -196,11 +198,17 @@ export class OutcomeWriter {
       return { recorded, health };
     });
     const { recorded, health } = written;
-    for (const id of health.closed) logger.info({ endpoint_id: id }, 'endpoint answered again; circuit closed');
+    for (const id of health.closed)
+      logger.info({ endpoint_id: id }, 'endpoint answered again; circuit closed');
     for (const o of health.opened)
-      logger.warn({ endpoint_id: o.id, until: new Date(o.until).toISOString() }, 'endpoint keeps failing; circuit open');
-    for (const id of health.disabledGone) logger.warn({ endpoint_id: id }, 'endpoint answered 410 Gone; disabled');
-    for (const id of health.disabledFailing) logger.warn({ endpoint_id: id }, 'endpoint failing for days; disabled');
+      logger.warn(
+        { endpoint_id: o.id, until: new Date(o.until).toISOString() },
+        'endpoint keeps failing; circuit open',
+      );
+    for (const id of health.disabledGone)
+      logger.warn({ endpoint_id: id }, 'endpoint answered 410 Gone; disabled');
+    for (const id of health.disabledFailing)
+      logger.warn({ endpoint_id: id }, 'endpoint failing for days; disabled');
     for (const o of recorded) {
       this.ctx.metrics.deliveries.inc({ outcome: o.kind === 'retry' ? 'failed' : o.kind });
     }
@@ -228,7 +236,15 @@ function settlements(recorded: readonly Outcome[]): QueueSettlement[] {
     const id = o.delivery.endpoint_id;
     let s = byEndpoint.get(id);
     if (!s) {
-      s = { endpoint_id: id, finished: 0, requeued: 0, requeuedDue: null, fast: 0, congested: false, pauseUntil: null };
+      s = {
+        endpoint_id: id,
+        finished: 0,
+        requeued: 0,
+        requeuedDue: null,
+        fast: 0,
+        congested: false,
+        pauseUntil: null,
+      };
       byEndpoint.set(id, s);
     }
     s.finished += 1;

@@ -133,7 +133,9 @@ export class DeliveryWorker {
             this.ctx.config.endpointConcurrency,
           ),
         )
-        .catch((err: unknown) => this.ctx.logger.warn({ err }, 'could not release claims; their leases will expire'));
+        .catch((err: unknown) =>
+          this.ctx.logger.warn({ err }, 'could not release claims; their leases will expire'),
+        );
     }
     await this.sender.close();
   }
@@ -203,7 +205,9 @@ export class DeliveryWorker {
           this.ctx.logger.error({ err }, 'claiming deliveries failed; retrying');
         }
       }
-      await this.claimWake.sleep(claimed > 0 || room < this.lowWater ? this.options.pollIntervalMs : await this.idleDelay());
+      await this.claimWake.sleep(
+        claimed > 0 || room < this.lowWater ? this.options.pollIntervalMs : await this.idleDelay(),
+      );
     }
   }
 
@@ -255,7 +259,8 @@ export class DeliveryWorker {
       // Counted as a failed attempt, so it ends (dead, without a record of a body it cannot read)
       // instead of being claimed again every lease period. The usual cause is a wrong
       // HOOKLINE_ENCRYPTION_KEY (or a missing HOOKLINE_PREVIOUS_ENCRYPTION_KEYS after a rotation).
-      const error = body === null ? 'stored message cannot be decrypted' : 'signing secret cannot be decrypted';
+      const error =
+        body === null ? 'stored message cannot be decrypted' : 'signing secret cannot be decrypted';
       log.error(`attempt impossible: ${error}`);
       const failure = { ok: false, status: null, error, retryAfterMs: null, durationMs: 0 };
       await this.outcomes.push(this.judge(delivery, failure, {}, body, maxAttempts));
@@ -284,7 +289,10 @@ export class DeliveryWorker {
     this.ctx.metrics.attemptSeconds.observe(result.durationMs / 1000);
     await this.outcomes.push(this.judge(delivery, result, headers, body, maxAttempts));
     if (log.isLevelEnabled('debug')) {
-      log.debug({ status: result.status, ok: result.ok, ms: Math.round(result.durationMs) }, 'attempt finished');
+      log.debug(
+        { status: result.status, ok: result.ok, ms: Math.round(result.durationMs) },
+        'attempt finished',
+      );
     }
   }
 
@@ -313,7 +321,10 @@ export class DeliveryWorker {
       const firstHeaders = delivery.first_headers
         ? (JSON.parse(delivery.first_headers) as Record<string, string>)
         : headers;
-      const original = this.ctx.envelope.seal(JSON.stringify({ body, headers: firstHeaders }), deadLetterAad(id));
+      const original = this.ctx.envelope.seal(
+        JSON.stringify({ body, headers: firstHeaders }),
+        deadLetterAad(id),
+      );
       return { kind: 'dead', ...failure, deadLetter: { id, original } };
     }
     const delay = retryDelay(

@@ -210,7 +210,13 @@ export async function restoreEndpoint(ctx: Context, tenantId: string, id: string
     return updateEndpoint(
       tx,
       id,
-      { status: 'active', deleted_at: null, disabled_reason: null, failing_since: null, circuit_open_until: null },
+      {
+        status: 'active',
+        deleted_at: null,
+        disabled_reason: null,
+        failing_since: null,
+        circuit_open_until: null,
+      },
       now,
     );
   });

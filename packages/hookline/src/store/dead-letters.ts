@@ -27,7 +27,14 @@ export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterR
     const params: SqlValue[] = [];
     const tuples = chunk.map((row, i) => {
       params.push(row.id, row.delivery_id, row.tenant_id, row.endpoint_id, row.message_id, row.event_type);
-      params.push(row.attempts, row.last_error, row.original, row.died_at, row.replayed_at, row.replay_delivery_id);
+      params.push(
+        row.attempts,
+        row.last_error,
+        row.original,
+        row.died_at,
+        row.replayed_at,
+        row.replay_delivery_id,
+      );
       return `(${placeholders(DEAD_LETTER_COLUMNS, i * DEAD_LETTER_COLUMNS + 1)})`;
     });
     await q.run(
@@ -56,7 +63,9 @@ export async function recordReplayDeaths(
        died_at = $2
      FROM ${t} WHERE dead_letters.id = t.item_id`,
     [
-      JSON.stringify(deaths.map((d) => ({ item_id: d.id, item_attempts: d.attempts, item_error: d.lastError }))),
+      JSON.stringify(
+        deaths.map((d) => ({ item_id: d.id, item_attempts: d.attempts, item_error: d.lastError })),
+      ),
       now,
     ],
   );

@@ -8,13 +8,7 @@ import { arrivalsOf, clearQueue, enqueue, lockQueues, settleQueues } from './end
 import { claimPostgres } from './postgres/claim.js';
 import { claimSqlite } from './sqlite/claim.js';
 
-export const DELIVERY_STATUSES = [
-  'pending',
-  'delivering',
-  'succeeded',
-  'dead',
-  'cancelled',
-] as const;
+export const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'dead', 'cancelled'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export interface DeliveryRow {
@@ -125,7 +119,8 @@ export interface FencedRow {
 }
 
 const REF_COLUMNS = { item_id: 'text', item_attempt: 'int' } as const;
-const FENCE = 'deliveries.id = t.item_id AND deliveries.status = \'delivering\' AND deliveries.attempts = t.item_attempt';
+const FENCE =
+  "deliveries.id = t.item_id AND deliveries.status = 'delivering' AND deliveries.attempts = t.item_attempt";
 
 /** Records successes; answers the rows the fence let through. */
 export async function completeDeliveries(
@@ -140,7 +135,10 @@ export async function completeDeliveries(
        lease_expires_at = NULL, completed_at = $2, updated_at = $2
      FROM ${t} WHERE ${FENCE}
      RETURNING id, endpoint_id`,
-    [JSON.stringify(items.map((i) => ({ item_id: i.id, item_attempt: i.attempt, item_status: i.status }))), now],
+    [
+      JSON.stringify(items.map((i) => ({ item_id: i.id, item_attempt: i.attempt, item_status: i.status }))),
+      now,
+    ],
   );
 }
 
@@ -195,7 +193,12 @@ export async function failDeliveries(
 }
 
 /** Puts fenced rows that went back to pending into their queues: in flight down, queued up. */
-async function requeue(q: Queryable, rows: readonly FencedRow[], due: number, ceiling: number): Promise<void> {
+async function requeue(
+  q: Queryable,
+  rows: readonly FencedRow[],
+  due: number,
+  ceiling: number,
+): Promise<void> {
   const settlements = arrivalsOf(rows.map((r) => ({ endpoint_id: r.endpoint_id, next_attempt_at: due }))).map(
     (a) => ({
       endpoint_id: a.endpoint_id,
@@ -242,7 +245,12 @@ export async function releaseDeliveries(
  * transaction holds are skipped, not waited for: one stalled process must not stall the reaper. Run it
  * in a transaction (the queue rows are locked first).
  */
-export async function reapExpiredLeases(q: Queryable, now: number, ceiling: number, limit = 1000): Promise<number> {
+export async function reapExpiredLeases(
+  q: Queryable,
+  now: number,
+  ceiling: number,
+  limit = 1000,
+): Promise<number> {
   const expired = await q.all<FencedRow & { attempts: number }>(
     `SELECT id, endpoint_id, attempts FROM deliveries WHERE status = 'delivering' AND lease_expires_at < $1
      ORDER BY lease_expires_at LIMIT $2`,

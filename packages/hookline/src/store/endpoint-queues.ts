@@ -35,7 +35,9 @@ export interface QueueArrivals {
 }
 
 /** Sums arrivals per endpoint, sorted by endpoint id (the lock order). */
-export function arrivalsOf(rows: readonly { endpoint_id: string; next_attempt_at: number }[]): QueueArrivals[] {
+export function arrivalsOf(
+  rows: readonly { endpoint_id: string; next_attempt_at: number }[],
+): QueueArrivals[] {
   const byEndpoint = new Map<string, QueueArrivals>();
   for (const r of rows) {
     const a = byEndpoint.get(r.endpoint_id);
@@ -65,7 +67,11 @@ export async function enqueue(q: Queryable, arrivals: readonly QueueArrivals[]):
      ON CONFLICT (endpoint_id) DO UPDATE SET
        queued = endpoint_queues.queued + excluded.queued,
        next_due_at = ${earlier('endpoint_queues.next_due_at', 'excluded.next_due_at')}`,
-    [JSON.stringify(arrivals.map((a) => ({ item_endpoint: a.endpoint_id, item_count: a.count, item_due: a.due })))],
+    [
+      JSON.stringify(
+        arrivals.map((a) => ({ item_endpoint: a.endpoint_id, item_count: a.count, item_due: a.due })),
+      ),
+    ],
   );
 }
 
@@ -185,7 +191,11 @@ export async function pauseQueues(
        WHEN endpoint_queues.paused_until IS NULL OR t.item_until > endpoint_queues.paused_until THEN t.item_until
        ELSE endpoint_queues.paused_until END
      FROM ${items} WHERE endpoint_queues.endpoint_id = t.item_endpoint`,
-    [JSON.stringify([...pauses].sort(byEndpoint).map((p) => ({ item_endpoint: p.endpoint_id, item_until: p.until })))],
+    [
+      JSON.stringify(
+        [...pauses].sort(byEndpoint).map((p) => ({ item_endpoint: p.endpoint_id, item_until: p.until })),
+      ),
+    ],
   );
 }
 
@@ -197,7 +207,12 @@ function byEndpoint(a: { endpoint_id: string }, b: { endpoint_id: string }): num
  * An endpoint's queue stops (disabled, deleted) or starts again (re-enabled, restored). Starting
  * again is a fresh start: no pause, the limit back at its initial value, and whatever waited due now.
  */
-export async function setQueueActive(q: Queryable, endpointId: string, active: boolean, now: number): Promise<void> {
+export async function setQueueActive(
+  q: Queryable,
+  endpointId: string,
+  active: boolean,
+  now: number,
+): Promise<void> {
   if (!active) {
     await q.run('UPDATE endpoint_queues SET active = 0 WHERE endpoint_id = $1', [endpointId]);
     return;

@@ -16,7 +16,7 @@ export interface EndpointRow {
   previous_secret: Buffer | null;
   previous_secret_expires_at: number | null;
   failing_since: number | null;
-  /** Set while the circuit is open (or a probe is under way): the endpoint's deliveries are parked. */
+  /** Set while the circuit is open: the endpoint's queue is paused until then (delivery/circuit-breaker.ts). */
   circuit_open_until: number | null;
   created_at: number;
   updated_at: number;
@@ -138,23 +138,6 @@ export async function updateEndpoint(
   return getEndpointById(q, id);
 }
 
-export type EndpointForDelivery = Pick<
-  EndpointRow,
-  'id' | 'url' | 'status' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'
->;
-
-export async function getEndpointsForDelivery(
-  q: Queryable,
-  ids: readonly string[],
-): Promise<EndpointForDelivery[]> {
-  if (ids.length === 0) return [];
-  return q.all(
-    `SELECT id, url, status, secret, previous_secret, previous_secret_expires_at FROM endpoints
-     WHERE id IN (${placeholders(ids.length)})`,
-    ids,
-  );
-}
-
 /** A success ends an endpoint's failing streak. */
 export async function markEndpointsHealthy(q: Queryable, ids: readonly string[]): Promise<void> {
   if (ids.length === 0) return;
@@ -197,7 +180,10 @@ export async function markEndpointsFailing(
 /** A disabled endpoint's queue stops: its deliveries wait, out of every claim, until it is re-enabled. */
 async function stopQueues(q: Queryable, ids: readonly string[]): Promise<string[]> {
   if (ids.length > 0) {
-    await q.run(`UPDATE endpoint_queues SET active = 0 WHERE endpoint_id IN (${placeholders(ids.length)})`, ids);
+    await q.run(
+      `UPDATE endpoint_queues SET active = 0 WHERE endpoint_id IN (${placeholders(ids.length)})`,
+      ids,
+    );
   }
   return [...ids];
 }

@@ -1,21 +1,10 @@
-// The circuit breaker: a long-failing endpoint's backlog is parked out of the claims' way, probes
-// find out when it is back, and then everything is delivered.
+// The circuit breaker: a long-failing endpoint's queue is paused, out of the claims' way, probes find
+// out when it is back, and then everything is delivered.
 import { afterEach, describe, expect, it } from 'vitest';
-import { probeDelay } from '../../src/delivery/circuit-breaker.js';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
-
-describe('probeDelay', () => {
-  it.each([
-    [0, 60_000, 10_000],
-    [60_000, 60_000, 15_000],
-    [4 * 3_600_000, 60_000, 3_600_000],
-    [100 * 3_600_000, 60_000, 3_600_000],
-  ])('after failing %i ms (breaking after %i ms) waits %i ms', (failingFor, breakAfter, expected) => {
-    expect(probeDelay(failingFor, breakAfter)).toBe(expected);
-  });
-});
+import { queueOf } from './support.js';
 
 describe.each(STORE_KINDS)('circuit breaker on %s', (kind) => {
   let t: TestService | undefined;
@@ -51,7 +40,7 @@ describe.each(STORE_KINDS)('circuit breaker on %s', (kind) => {
     }
   };
 
-  it('parks a long-failing endpoint, probes it, and delivers everything once it answers again', async () => {
+  it('pauses a long-failing endpoint, probes it, and delivers everything once it answers again', async () => {
     t = await startTestService(kind, {
       worker: true,
       env: { HOOKLINE_CIRCUIT_BREAK_AFTER_MS: '300', HOOKLINE_MAX_RETRIES: '100' },
@@ -64,13 +53,17 @@ describe.each(STORE_KINDS)('circuit breaker on %s', (kind) => {
     ).json();
     await emit(10);
 
-    // Failing for longer than the threshold: the circuit opens and the backlog is parked.
-    await eventually(
-      async () => (await circuit(endpoint.id)) !== null && (await statusCounts(endpoint.id)).parked === 10,
-    );
-    // Deliveries fanned out while it is open are parked at once, never attempted.
+    // Failing for longer than the threshold: the circuit opens and the endpoint's queue is paused.
+    const until = await eventually(async () => {
+      const [open, queue] = [await circuit(endpoint.id), await queueOf(t!, endpoint.id)];
+      return (
+        open !== null && queue?.paused_until === Number(open) && queue.queued === 10 && queue.paused_until
+      );
+    });
+    expect(until).toBeGreaterThan(Date.now() - 1000);
+    // Deliveries fanned out while it is open wait in the paused queue with the rest.
     await emit(5);
-    await eventually(async () => (await statusCounts(endpoint.id)).parked === 15);
+    await eventually(async () => (await statusCounts(endpoint.id)).pending === 15);
 
     up = true;
     const hookIds = await eventually(async () => {
@@ -81,7 +74,7 @@ describe.each(STORE_KINDS)('circuit breaker on %s', (kind) => {
     expect(await circuit(endpoint.id)).toBeNull();
   }, 60_000);
 
-  it('keeps a hanging endpoint’s backlog out of the due queue while a healthy endpoint is served', async () => {
+  it('keeps a hanging endpoint’s backlog out of the claims while a healthy endpoint is served', async () => {
     t = await startTestService(kind, {
       worker: true,
       env: {
@@ -108,17 +101,17 @@ describe.each(STORE_KINDS)('circuit breaker on %s', (kind) => {
     await eventually(async () => (await circuit(stuck.id)) !== null, 45_000);
     await emit(20);
     await healthy.waitFor(20);
-    // The stuck endpoint's 40 waiting deliveries are parked, not sitting in the due queue: at most
-    // the few a probe has just released (a probe at a time, each up to the endpoint's cap) are due.
-    const due = await t.service.ctx.db.one<{ n: number }>(
-      `SELECT COUNT(*) AS n FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' AND next_attempt_at <= $2`,
-      [stuck.id, Date.now()],
-    );
-    expect(Number(due?.n)).toBeLessThanOrEqual(3 * t.config.endpointConcurrency);
-    expect((await statusCounts(stuck.id)).parked).toBeGreaterThan(25);
+    // The stuck endpoint's 40 deliveries wait in its queue: at most its adaptive limit (shrunk by the
+    // time-outs) is in flight for a probe, and the queue's counters match the rows.
+    const queue = await queueOf(t, stuck.id);
+    const counts = await statusCounts(stuck.id);
+    expect(queue!.in_flight).toBeLessThanOrEqual(t.config.endpointConcurrency);
+    expect(queue!.concurrency_limit).toBeLessThan(t.config.endpointConcurrency);
+    expect(counts.pending).toBeGreaterThan(25);
+    expect(queue!.queued).toBe(counts.pending);
   }, 60_000);
 
-  it('parks the deliveries of a disabled endpoint and releases them when it is re-enabled', async () => {
+  it('holds the deliveries of a disabled endpoint and releases them when it is re-enabled', async () => {
     t = await startTestService(kind, { worker: true });
     let gone = true;
     const receiver = await startReceiver(() => ({ status: gone ? 410 : 200 }));
@@ -131,10 +124,12 @@ describe.each(STORE_KINDS)('circuit breaker on %s', (kind) => {
       const view = (await t!.call('GET', `/v1/webhooks/${endpoint.id}`, t!.keys.tenant)).json();
       return view.status === 'disabled';
     });
-    // Messages emitted after it was disabled are not fanned out to it; the ones before wait, parked.
+    // Messages emitted after it was disabled are not fanned out to it; the ones before wait in its
+    // stopped queue.
     const waiting = await eventually(async () => {
       const counts = await statusCounts(endpoint.id);
-      return !counts.pending && !counts.delivering && counts.parked ? counts.parked : undefined;
+      const queue = await queueOf(t!, endpoint.id);
+      return queue?.active === 0 && !counts.delivering && counts.pending ? counts.pending : undefined;
     });
     gone = false;
     expect(

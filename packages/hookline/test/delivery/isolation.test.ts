@@ -5,17 +5,35 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
-import { createEndpoint, deliveriesTo, emit, sleep, startRawServer, type RawServer } from './support.js';
+import type { Queryable } from '../../src/store/db.js';
+import {
+  createEndpoint,
+  deliveriesTo,
+  emit,
+  queueOf,
+  sleep,
+  startRawServer,
+  type RawServer,
+} from './support.js';
 
-/** Counts the worker's claim statements by wrapping the service's own database handle. */
+/**
+ * Counts the worker's claims (each reads the ready endpoint queues) by wrapping the service's own
+ * database handle, inside transactions too.
+ */
 function countClaims(t: TestService): { readonly count: number } {
   const db = t.service.ctx.db;
-  const all = db.all.bind(db);
   const counter = { count: 0 };
-  db.all = ((sql: string, params?: readonly never[]) => {
-    if (sql.includes('WITH candidates')) counter.count += 1;
-    return all(sql, params);
-  }) as typeof db.all;
+  const counted = <Q extends Pick<Queryable, 'all'>>(q: Q): Q['all'] => {
+    const all = q.all.bind(q);
+    return ((sql: string, params?: readonly never[]) => {
+      if (sql.includes('WHERE ready_at <=')) counter.count += 1;
+      return all(sql, params);
+    }) as Q['all'];
+  };
+  db.all = counted(db);
+  const transaction = db.transaction.bind(db);
+  db.transaction = ((fn: (tx: Queryable) => Promise<unknown>) =>
+    transaction((tx) => fn({ ...tx, dialect: tx.dialect, all: counted(tx) }))) as typeof db.transaction;
   return counter;
 }
 
@@ -99,7 +117,13 @@ describe.each(STORE_KINDS)('endpoint isolation on %s', (kind) => {
     closers.push(gone);
     const endpoint = await createEndpoint(t, gone.url, ['*']);
     await emit(t, 'user.deleted', { userId: 'user_1' });
-    await eventually(async () => (await deliveriesTo(t!, endpoint.id))[0]?.status === 'parked');
+    // Disabled: its delivery waits (pending) in a stopped queue that no claim reads.
+    await eventually(async () => {
+      const [row] = await deliveriesTo(t!, endpoint.id);
+      return (
+        row?.status === 'pending' && row.attempts === 1 && (await queueOf(t!, endpoint.id))?.active === 0
+      );
+    });
     const claims = countClaims(t);
     await sleep(1000);
     console.info(

@@ -5,7 +5,7 @@ import type { Context } from '../../src/context.js';
 import { fanOutBatch } from '../../src/delivery/fanout.js';
 import { OutcomeWriter } from '../../src/delivery/outcome-writer.js';
 import type { Db } from '../../src/store/db.js';
-import { claimDue, getDelivery, type ClaimedDelivery } from '../../src/store/deliveries.js';
+import { claimDeliveries, getDelivery, type ClaimedAttempt } from '../../src/store/deliveries.js';
 import { eventually } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
@@ -23,6 +23,7 @@ function slowTransactions(db: Db, delayMs: number): Db {
       return db.transaction(fn);
     },
     ping: () => db.ping(),
+    notifications: db.notifications,
     close: () => db.close(),
   };
 }
@@ -35,18 +36,17 @@ describe.each(STORE_KINDS)('OutcomeWriter on %s', (kind) => {
   });
 
   /** A service without a worker, and `count` deliveries claimed by hand (status delivering, attempt 1). */
-  async function claimed(count: number): Promise<ClaimedDelivery[]> {
+  async function claimed(count: number): Promise<ClaimedAttempt[]> {
     t = await startTestService(kind);
     await createEndpoint(t, 'http://127.0.0.1:9/unused', ['*']);
     for (let i = 0; i < count; i++) await emit(t, 'user.updated', { i });
     await fanOutBatch(t.service.ctx);
     const now = Date.now();
-    const rows = await claimDue(t.service.ctx.db, {
+    const rows = await claimDeliveries(t.service.ctx.db, {
       now,
       leaseUntil: now + 60_000,
       limit: count,
-      perEndpoint: count,
-      excludeEndpoints: [],
+      ceiling: count,
     });
     expect(rows).toHaveLength(count);
     return rows;
@@ -55,18 +55,25 @@ describe.each(STORE_KINDS)('OutcomeWriter on %s', (kind) => {
   it('writes success and retry outcomes, fenced by the attempt number', async () => {
     const [a, b, c] = await claimed(3);
     const writer = new OutcomeWriter(t!.service.ctx);
-    writer.push({ kind: 'succeeded', delivery: a!, status: 204 });
+    writer.push({ kind: 'succeeded', delivery: a!, status: 204, signal: 'fast' });
     writer.push({
       kind: 'retry',
       delivery: b!,
       status: 500,
       error: 'HTTP 500',
       gone: false,
-      nextAttemptAt: Date.now() + 60_000,
+      signal: 'congested',
+      pauseUntil: null,
+      retryAt: Date.now() + 60_000,
       firstHeaders: '{"hook-id":"x"}',
     });
     // A stale outcome (an attempt number the row has moved past) is ignored.
-    writer.push({ kind: 'succeeded', delivery: { ...c!, attempts: c!.attempts - 1 }, status: 200 });
+    writer.push({
+      kind: 'succeeded',
+      delivery: { ...c!, attempts: c!.attempts - 1 },
+      status: 200,
+      signal: 'fast',
+    });
     await writer.close();
     const db = t!.service.ctx.db;
     expect(await getDelivery(db, a!.id)).toMatchObject({ status: 'succeeded', last_status: 204 });
@@ -81,14 +88,21 @@ describe.each(STORE_KINDS)('OutcomeWriter on %s', (kind) => {
       'SELECT succeeded, failed FROM delivery_stats',
     );
     expect(stats.map((s) => [Number(s.succeeded), Number(s.failed)])).toEqual([[1, 1]]);
+    // The queue counts what the fence let through: a and b are no longer in flight, c still is, and b
+    // is queued again for its retry.
+    const queue = await db.one<{ in_flight: number; queued: number }>(
+      'SELECT in_flight, queued FROM endpoint_queues WHERE endpoint_id = $1',
+      [a!.endpoint_id],
+    );
+    expect([Number(queue?.in_flight), Number(queue?.queued)]).toEqual([1, 1]);
   });
 
   it('close() waits for a write that is already under way', async () => {
     const [delivery] = await claimed(1);
     const ctx: Context = { ...t!.service.ctx, db: slowTransactions(t!.service.ctx.db, 300) };
     const writer = new OutcomeWriter(ctx);
-    writer.push({ kind: 'succeeded', delivery: delivery!, status: 200 });
-    // Once the 5 ms flush timer has fired the queue is empty, and the write waits on its transaction.
+    writer.push({ kind: 'succeeded', delivery: delivery!, status: 200, signal: 'fast' });
+    // Once the flush timer has fired the queue is empty, and the write waits on its transaction.
     await eventually(() => writer.pending === 0);
     await writer.close();
     expect(await getDelivery(t!.service.ctx.db, delivery!.id)).toMatchObject({ status: 'succeeded' });

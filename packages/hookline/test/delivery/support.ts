@@ -7,6 +7,7 @@ import { verifyWebhook, type WebhookEvent } from '@hookline/consumer';
 import { expect } from 'vitest';
 import type { DeadLetterRow } from '../../src/store/dead-letters.js';
 import type { DeliveryRow } from '../../src/store/deliveries.js';
+import type { EndpointQueueRow } from '../../src/store/endpoint-queues.js';
 import type { ReceivedRequest } from '../helpers/receiver.js';
 import type { TestService } from '../helpers/service.js';
 
@@ -176,4 +177,27 @@ export async function closedPort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((r) => server.close(() => r()));
   return port;
+}
+
+/** An endpoint's queue row (store/endpoint-queues.ts): counters, adaptive limit, pause. */
+export async function queueOf(t: TestService, endpointId: string): Promise<EndpointQueueRow | undefined> {
+  const row = await t.service.ctx.db.one<EndpointQueueRow>(
+    'SELECT * FROM endpoint_queues WHERE endpoint_id = $1',
+    [endpointId],
+  );
+  if (!row) return undefined;
+  const n = (v: number | null) => (v === null ? null : Number(v));
+  return {
+    ...row,
+    active: Number(row.active),
+    queued: Number(row.queued),
+    in_flight: Number(row.in_flight),
+    concurrency_limit: Number(row.concurrency_limit),
+    concurrency_credit: Number(row.concurrency_credit),
+    slow_start_threshold: Number(row.slow_start_threshold),
+    next_due_at: n(row.next_due_at),
+    paused_until: n(row.paused_until),
+    ready_at: n(row.ready_at),
+    last_decrease_at: n(row.last_decrease_at),
+  };
 }

@@ -7,7 +7,7 @@ import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { Emitter } from '../../src/events/emit.js';
 import { createEndpoint } from '../../src/endpoints/endpoint-service.js';
 import { fanOutBatch } from '../../src/delivery/fanout.js';
-import { claimDue, markSucceeded, releaseExpiredLeases } from '../../src/store/deliveries.js';
+import { claimDeliveries, completeDeliveries, reapExpiredLeases } from '../../src/store/deliveries.js';
 import { MIGRATIONS, migrate } from '../../src/store/migrations/index.js';
 import { eventually, startReceiver } from '../helpers/receiver.js';
 import { runCli } from '../helpers/process.js';
@@ -80,34 +80,44 @@ describe.each(STORE_KINDS)('several workers on one %s database', (kind) => {
   );
 
   it.runIf(scaleOut)(
-    'concurrent claims never hand out the same delivery twice',
+    'concurrent claims never hand out the same delivery twice, nor more than an endpoint’s limit',
     async () => {
       const { api, context } = await setup();
-      await createEndpoint(api, 'acme', { url: 'http://127.0.0.1:9/x', events: ['*'] });
+      const endpoints = [];
+      for (let i = 0; i < 5; i++)
+        endpoints.push(await createEndpoint(api, 'acme', { url: `http://127.0.0.1:9/${i}`, events: ['*'] }));
       const emitter = new Emitter(api);
-      for (let i = 0; i < 200; i++)
+      for (let i = 0; i < 40; i++)
         await emitter.emit({ tenantId: 'acme', type: 'user.updated', data: { i } });
       while ((await fanOutBatch(api)).messages > 0);
       const claimers = await Promise.all([context(), context(), context()]);
-      const claimed: string[] = [];
+      const claimed: { id: string; endpoint_id: string }[] = [];
       await Promise.all(
         claimers.map(async (ctx) => {
-          for (;;) {
+          // A claim may find every ready endpoint locked by another claimer: only a few empty
+          // answers in a row mean there is nothing left within the limits.
+          for (let empty = 0; empty < 5;) {
             const now = Date.now();
-            const batch = await claimDue(ctx.db, {
+            const batch = await claimDeliveries(ctx.db, {
               now,
               leaseUntil: now + 60_000,
               limit: 16,
-              perEndpoint: 1000,
-              excludeEndpoints: [],
+              ceiling: 1000,
             });
-            if (batch.length === 0) return;
-            claimed.push(...batch.map((d) => d.id));
+            if (batch.length === 0) empty++;
+            else empty = 0;
+            claimed.push(...batch);
           }
         }),
       );
-      expect(claimed).toHaveLength(200);
-      expect(new Set(claimed).size).toBe(200);
+      // Each endpoint's adaptive limit starts at 8 and holds across the three claimers together.
+      expect(claimed).toHaveLength(5 * 8);
+      expect(new Set(claimed.map((c) => c.id)).size).toBe(5 * 8);
+      for (const e of endpoints) expect(claimed.filter((c) => c.endpoint_id === e.id)).toHaveLength(8);
+      const queues = await api.db.all<{ in_flight: number; queued: number }>(
+        'SELECT in_flight, queued FROM endpoint_queues',
+      );
+      expect(queues.map((q) => [Number(q.in_flight), Number(q.queued)])).toEqual(Array(5).fill([8, 32]));
     },
     60_000,
   );
@@ -118,35 +128,30 @@ describe.each(STORE_KINDS)('several workers on one %s database', (kind) => {
     await new Emitter(api).emit({ tenantId: 'acme', type: 'user.updated', data: {} });
     await fanOutBatch(api);
     const t0 = Date.now();
-    const [stale] = await claimDue(api.db, {
-      now: t0,
-      leaseUntil: t0 + 10,
-      limit: 1,
-      perEndpoint: 1,
-      excludeEndpoints: [],
-    });
+    const [stale] = await claimDeliveries(api.db, { now: t0, leaseUntil: t0 + 10, limit: 1, ceiling: 1 });
     expect(stale?.attempts).toBe(1);
-    expect(await releaseExpiredLeases(api.db, t0 + 1000)).toBe(1);
-    const [fresh] = await claimDue(api.db, {
+    expect(await api.db.transaction((tx) => reapExpiredLeases(tx, t0 + 1000, 1))).toBe(1);
+    const [fresh] = await claimDeliveries(api.db, {
       now: t0 + 1000,
       leaseUntil: t0 + 60_000,
       limit: 1,
-      perEndpoint: 1,
-      excludeEndpoints: [],
+      ceiling: 1,
     });
     expect(fresh?.id).toBe(stale?.id);
     expect(fresh?.attempts).toBe(2);
     // The stale worker finishes late: its write is fenced off.
-    expect(await markSucceeded(api.db, [{ id: stale?.id ?? '', attempt: 1, status: 200 }], t0 + 2000)).toBe(
-      0,
-    );
+    expect(
+      await completeDeliveries(api.db, [{ id: stale?.id ?? '', attempt: 1, status: 200 }], t0 + 2000),
+    ).toEqual([]);
     const row = await api.db.one<{ status: string; attempts: number }>(
       'SELECT status, attempts FROM deliveries',
     );
     expect(row).toEqual({ status: 'delivering', attempts: 2 });
-    expect(await markSucceeded(api.db, [{ id: fresh?.id ?? '', attempt: 2, status: 200 }], t0 + 2000)).toBe(
-      1,
-    );
+    expect(
+      (await completeDeliveries(api.db, [{ id: fresh?.id ?? '', attempt: 2, status: 200 }], t0 + 2000)).map(
+        (r) => r.id,
+      ),
+    ).toEqual([fresh?.id]);
   });
 
   it.runIf(scaleOut)(

@@ -29,6 +29,8 @@ export interface Config {
   readonly circuitBreakAfterMs: number;
   /** Requests per second one tenant key may make (bursts of twice that); 0 turns the limit off. */
   readonly tenantRateLimit: number;
+  /** SQLite's `synchronous` pragma: `normal` (fast; a power loss may lose the last commits) or `full`. */
+  readonly sqliteSynchronous: 'normal' | 'full';
 }
 
 export class ConfigError extends Error {
@@ -61,6 +63,7 @@ export const DEFAULTS = {
   retentionDays: 30,
   tenantRateLimit: 20,
   circuitBreakAfterMs: 60_000,
+  sqliteSynchronous: 'normal',
 } as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -75,6 +78,15 @@ function readInt(env: Env, name: string, fallback: number, min: number, max: num
   if (value < min || value > max)
     throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function readChoice<T extends string>(env: Env, name: string, fallback: T, choices: readonly T[]): T {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (!(choices as readonly string[]).includes(raw)) {
+    throw new ConfigError(name, `must be one of ${choices.join(', ')}, got "${env[name]}"`);
+  }
+  return raw as T;
 }
 
 function readBool(env: Env, name: string, fallback: boolean): boolean {
@@ -174,5 +186,9 @@ export function loadConfig(env: Env = process.env): Config {
       86_400_000,
     ),
     tenantRateLimit: readInt(env, 'HOOKLINE_TENANT_RATE_LIMIT', DEFAULTS.tenantRateLimit, 0, 100_000),
+    sqliteSynchronous: readChoice(env, 'HOOKLINE_SQLITE_SYNCHRONOUS', DEFAULTS.sqliteSynchronous, [
+      'normal',
+      'full',
+    ]),
   });
 }

@@ -44,7 +44,7 @@ export function createLogger(config: Config, fd: 1 | 2 = 1): Logger {
 
 export async function createContext(config: Config, options: ContextOptions = {}): Promise<Context> {
   const keyBase64 = config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir ?? './data');
-  const db = options.db ?? openDb(config.databaseUrl);
+  const db = options.db ?? (await openDb(config.databaseUrl, { synchronous: config.sqliteSynchronous }));
   const logger = options.logger ?? createLogger(config);
   const clock = options.clock ?? Date.now;
   return {

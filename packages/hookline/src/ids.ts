@@ -25,10 +25,19 @@ function encodeTime(ms: number): string {
   return out;
 }
 
+// Random bytes are drawn in blocks: one call to the system's generator per 256 ids, not one per id.
+const POOL_BYTES = 16 * 256;
+let pool = Buffer.alloc(0);
+let offset = POOL_BYTES;
+
 function encodeRandom(): string {
-  const bytes = randomBytes(16);
+  if (offset >= pool.length) {
+    pool = randomBytes(POOL_BYTES);
+    offset = 0;
+  }
   let out = '';
-  for (let i = 0; i < 16; i++) out += ALPHABET[(bytes[i] ?? 0) % 32];
+  for (let i = 0; i < 16; i++) out += ALPHABET[(pool[offset + i] ?? 0) % 32];
+  offset += 16;
   return out;
 }
 

@@ -20,6 +20,12 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(config)).toBe(true);
   });
 
+  it('HOOKLINE_SQLITE_SYNCHRONOUS is normal by default, full on request, and refused otherwise', () => {
+    expect(loadConfig({}).sqliteSynchronous).toBe('normal');
+    expect(loadConfig({ HOOKLINE_SQLITE_SYNCHRONOUS: 'FULL' }).sqliteSynchronous).toBe('full');
+    expect(() => loadConfig({ HOOKLINE_SQLITE_SYNCHRONOUS: 'off' })).toThrow(/HOOKLINE_SQLITE_SYNCHRONOUS/);
+  });
+
   it('default retry schedule rides out a day-long outage', () => {
     // Lower bound of the whole schedule with the jitter at its most negative (-25 %).
     let total = 0;

@@ -44,14 +44,25 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
     const done: string[] = [];
     let partial: { id: string; cursor: string } | null = null;
     let reads = 0;
+    // Messages of one tenant read the same pages of its endpoints: each page is read once here.
+    const pages = new Map<string, Awaited<ReturnType<typeof listActiveEndpoints>>>();
+    const page = async (tenantId: string, after: string) => {
+      const key = `${tenantId} ${after}`;
+      let rows = pages.get(key);
+      if (!rows) {
+        rows = await listActiveEndpoints(tx, tenantId, after, FANOUT_CHUNK);
+        pages.set(key, rows);
+        reads += rows.length;
+      }
+      return rows;
+    };
     for (const message of messages) {
       let cursor = message.fanout_cursor ?? '';
       let complete = false;
       let full = false;
       while (!full && reads < FANOUT_READ_BUDGET) {
-        const page = await listActiveEndpoints(tx, message.tenant_id, cursor, FANOUT_CHUNK);
-        reads += page.length;
-        for (const endpoint of page) {
+        const endpoints = await page(message.tenant_id, cursor);
+        for (const endpoint of endpoints) {
           if (rows.length >= FANOUT_CHUNK) {
             full = true;
             break;
@@ -69,7 +80,7 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
             first_headers: null,
           });
         }
-        if (!full && page.length < FANOUT_CHUNK) complete = true;
+        if (!full && endpoints.length < FANOUT_CHUNK) complete = true;
         if (complete) break;
       }
       if (complete) done.push(message.id);

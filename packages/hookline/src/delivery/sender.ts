@@ -1,7 +1,7 @@
 // The webhook HTTP client. It protects hookline from its subscribers: private addresses are refused
 // inside DNS resolution (so it connects only to the address it checked), redirects are not followed,
 // the whole attempt has one deadline, and at most a few KiB of any answer is read.
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { assertHostAllowed, createGuardedLookup } from '../net/index.js';
 import { parseRetryAfter } from './backoff.js';
 
@@ -31,19 +31,6 @@ export interface SenderOptions {
   connectionsPerOrigin?: number;
 }
 
-async function readCapped(body: Dispatcher.ResponseData['body']): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buf = chunk as Buffer;
-    chunks.push(buf);
-    size += buf.length;
-    if (size >= RESPONSE_BODY_CAP_BYTES) break;
-  }
-  // Leaving the loop early destroys the stream: the rest of a huge answer is never read.
-  return Buffer.concat(chunks).subarray(0, RESPONSE_BODY_CAP_BYTES).toString('utf8');
-}
-
 function describe(err: unknown, timeoutMs: number): string {
   const e = err as {
     name?: string;
@@ -57,8 +44,55 @@ function describe(err: unknown, timeoutMs: number): string {
   return code ? `${code}: ${inner.message ?? e.message}` : (e.message ?? String(err));
 }
 
+/** Ends attempts at their deadline. Every attempt gets the same time-out, so deadlines come due in the
+ * order attempts started: a FIFO with one timer replaces a timer (and abort signal) per attempt. */
+class Deadlines {
+  private readonly queue: { at: number; expire: () => void; done: boolean }[] = [];
+  private head = 0;
+  private timer: NodeJS.Timeout | null = null;
+
+  add(at: number, expire: () => void): { done: boolean } {
+    const entry = { at, expire, done: false };
+    this.queue.push(entry);
+    if (!this.timer) this.arm();
+    return entry;
+  }
+
+  private arm(): void {
+    while (this.head < this.queue.length && this.queue[this.head]!.done) this.head++;
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue.splice(0, this.head);
+      this.head = 0;
+    }
+    const next = this.queue[this.head];
+    if (!next) return;
+    this.timer = setTimeout(() => this.fire(), Math.max(0, next.at - performance.now()));
+    this.timer.unref();
+  }
+
+  private fire(): void {
+    this.timer = null;
+    const now = performance.now();
+    while (this.head < this.queue.length && this.queue[this.head]!.at <= now) {
+      const entry = this.queue[this.head++]!;
+      if (!entry.done) entry.expire();
+    }
+    this.arm();
+  }
+
+  /** Expires everything now (shutdown). */
+  expireAll(): void {
+    for (const entry of this.queue.splice(0)) if (!entry.done) entry.expire();
+    this.head = 0;
+  }
+}
+
+class TimedOut extends Error {}
+class BodyCapReached extends Error {}
+
 export class Sender {
   private readonly agent: Agent;
+  private readonly deadlines = new Deadlines();
 
   constructor(private readonly options: SenderOptions) {
     this.agent = new Agent({
@@ -70,50 +104,104 @@ export class Sender {
     });
   }
 
-  async send(req: SendRequest, cancel?: AbortSignal, now: () => number = Date.now): Promise<SendResult> {
+  /**
+   * One attempt: a POST through undici's dispatcher with a minimal handler (no response stream, no
+   * per-attempt timer or abort signal: docs/architecture.md, "Sending").
+   */
+  send(req: SendRequest, cancel?: AbortSignal, now: () => number = Date.now): Promise<SendResult> {
     const started = performance.now();
-    const finish = (partial: Omit<SendResult, 'durationMs'>): SendResult => ({
-      ...partial,
-      durationMs: performance.now() - started,
+    const { timeoutMs, allowPrivateNetworks } = this.options;
+    return new Promise<SendResult>((resolve) => {
+      let settled = false;
+      let controller: Dispatcher.DispatchController | null = null;
+      let status = 0;
+      let retryAfter: string | string[] | undefined;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const finish = (partial: Omit<SendResult, 'durationMs'>) => {
+        if (settled) return;
+        settled = true;
+        deadline.done = true;
+        cancel?.removeEventListener('abort', onCancel);
+        resolve({ ...partial, durationMs: performance.now() - started });
+      };
+      const failed = (error: string) => finish({ ok: false, status: null, error, retryAfterMs: null });
+      const answered = () => {
+        const text = Buffer.concat(chunks).subarray(0, RESPONSE_BODY_CAP_BYTES).toString('utf8');
+        if (status >= 200 && status < 300)
+          return finish({ ok: true, status, error: null, retryAfterMs: null });
+        const redirect = status >= 300 && status < 400 ? ' (redirects are not followed)' : '';
+        finish({
+          ok: false,
+          status,
+          error: `HTTP ${status}${redirect}${text ? `: ${text.slice(0, ERROR_TEXT_CAP)}` : ''}`,
+          retryAfterMs:
+            status === 429 || status === 503
+              ? parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, now())
+              : null,
+        });
+      };
+      const stop = (reason: Error) => {
+        if (controller && !controller.aborted) controller.abort(reason);
+      };
+      const deadline = this.deadlines.add(started + timeoutMs, () => {
+        failed(`timed out after ${timeoutMs} ms`);
+        stop(new TimedOut());
+      });
+      const onCancel = () => {
+        failed('attempt cancelled');
+        stop(new Error('attempt cancelled'));
+      };
+      if (cancel?.aborted) return onCancel();
+      cancel?.addEventListener('abort', onCancel, { once: true });
+      let url: URL;
+      try {
+        url = new URL(req.url);
+        // Node does not run `lookup` for IP literals, so those are checked here.
+        if (!allowPrivateNetworks) assertHostAllowed(url.hostname);
+      } catch (err) {
+        return failed(describe(err, timeoutMs));
+      }
+      this.agent.dispatch(
+        {
+          origin: url.origin,
+          path: `${url.pathname}${url.search}`,
+          method: 'POST',
+          headers: req.headers,
+          body: req.body,
+        },
+        {
+          onRequestStart: (c) => {
+            controller = c;
+            if (settled) c.abort(new Error('attempt already ended'));
+          },
+          onResponseStart: (_c, statusCode, headers) => {
+            status = statusCode;
+            retryAfter = headers['retry-after'];
+          },
+          onResponseData: (c, chunk) => {
+            chunks.push(chunk);
+            size += chunk.length;
+            // Enough of the answer: the rest of a huge one is never read.
+            if (size >= RESPONSE_BODY_CAP_BYTES) c.abort(new BodyCapReached());
+          },
+          onResponseEnd: () => answered(),
+          onResponseError: (_c, err) => {
+            if (err instanceof BodyCapReached) answered();
+            else failed(describe(err, timeoutMs));
+          },
+        },
+      );
     });
-    try {
-      const url = new URL(req.url);
-      // Node does not run `lookup` for IP literals, so those are checked here.
-      if (!this.options.allowPrivateNetworks) assertHostAllowed(url.hostname);
-      const response = await request(url, {
-        method: 'POST',
-        headers: req.headers,
-        body: req.body,
-        dispatcher: this.agent,
-        signal: cancel
-          ? AbortSignal.any([AbortSignal.timeout(this.options.timeoutMs), cancel])
-          : AbortSignal.timeout(this.options.timeoutMs),
-      });
-      const text = await readCapped(response.body);
-      const status = response.statusCode;
-      if (status >= 200 && status < 300) return finish({ ok: true, status, error: null, retryAfterMs: null });
-      const retryAfter = response.headers['retry-after'];
-      const redirect = status >= 300 && status < 400 ? ' (redirects are not followed)' : '';
-      return finish({
-        ok: false,
-        status,
-        error: `HTTP ${status}${redirect}${text ? `: ${text.slice(0, ERROR_TEXT_CAP)}` : ''}`,
-        retryAfterMs:
-          status === 429 || status === 503
-            ? parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, now())
-            : null,
-      });
-    } catch (err) {
-      return finish({
-        ok: false,
-        status: null,
-        error: describe(err, this.options.timeoutMs),
-        retryAfterMs: null,
-      });
-    }
+  }
+
+  /** Ends every attempt in flight at once (their results say they timed out). */
+  abortAll(): void {
+    this.deadlines.expireAll();
   }
 
   async close(): Promise<void> {
+    this.deadlines.expireAll();
     await this.agent.close();
   }
 }

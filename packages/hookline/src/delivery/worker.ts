@@ -45,12 +45,13 @@ export const FAST_ANSWER_MS = 1000;
 
 interface InFlight {
   delivery: ClaimedAttempt;
-  abort: AbortController;
   done: Promise<void>;
 }
 
 export class DeliveryWorker {
   private running = false;
+  /** Set when stop() interrupts what is still in flight: those attempts are released, not judged. */
+  private interrupting = false;
   private readonly inFlight = new Map<string, InFlight>();
   /** Claimed, not yet started: the prefetch buffer. */
   private buffer: ClaimedAttempt[] = [];
@@ -117,10 +118,9 @@ export class DeliveryWorker {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([drained, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
     clearTimeout(timer);
-    const interrupted = [...this.inFlight.values()].map((f) => {
-      f.abort.abort();
-      return f.delivery;
-    });
+    const interrupted = [...this.inFlight.values()].map((f) => f.delivery);
+    this.interrupting = true;
+    this.sender.abortAll();
     await this.outcomes.close();
     const release = [...unstarted, ...interrupted];
     if (release.length > 0) {
@@ -229,10 +229,9 @@ export class DeliveryWorker {
     const starting = this.buffer.splice(0, free);
     const opened = new Opened(this.ctx);
     for (const delivery of starting) {
-      const abort = new AbortController();
-      const entry: InFlight = { delivery, abort, done: Promise.resolve() };
+      const entry: InFlight = { delivery, done: Promise.resolve() };
       this.inFlight.set(delivery.id, entry);
-      entry.done = this.attempt(delivery, opened, abort)
+      entry.done = this.attempt(delivery, opened)
         .catch((err: unknown) => this.ctx.logger.error({ err, delivery_id: delivery.id }, 'attempt crashed'))
         .finally(() => this.finish(delivery));
     }
@@ -244,13 +243,15 @@ export class DeliveryWorker {
     else if (this.capacity - this.inFlight.size >= this.lowWater) this.claimWake.fire();
   }
 
-  private async attempt(delivery: ClaimedAttempt, opened: Opened, abort: AbortController): Promise<void> {
-    const log = this.ctx.logger.child({
-      delivery_id: delivery.id,
-      endpoint_id: delivery.endpoint_id,
-      hook_id: delivery.message_id,
-      attempt: delivery.attempts,
-    });
+  private async attempt(delivery: ClaimedAttempt, opened: Opened): Promise<void> {
+    // A child logger costs more than the attempt's bookkeeping: made only when something is logged.
+    const log = () =>
+      this.ctx.logger.child({
+        delivery_id: delivery.id,
+        endpoint_id: delivery.endpoint_id,
+        hook_id: delivery.message_id,
+        attempt: delivery.attempts,
+      });
     const maxAttempts = 1 + this.ctx.config.maxRetries;
     const started = this.ctx.clock();
     const body = opened.body(delivery);
@@ -261,7 +262,7 @@ export class DeliveryWorker {
       // HOOKLINE_ENCRYPTION_KEY (or a missing HOOKLINE_PREVIOUS_ENCRYPTION_KEYS after a rotation).
       const error =
         body === null ? 'stored message cannot be decrypted' : 'signing secret cannot be decrypted';
-      log.error(`attempt impossible: ${error}`);
+      log().error(`attempt impossible: ${error}`);
       const failure = { ok: false, status: null, error, retryAfterMs: null, durationMs: 0 };
       await this.outcomes.push(this.judge(delivery, failure, {}, body, maxAttempts));
       return;
@@ -284,12 +285,12 @@ export class DeliveryWorker {
             retryAfterMs: null,
             durationMs: 0,
           }
-        : await this.sender.send({ url: delivery.url, headers, body }, abort.signal);
-    if (abort.signal.aborted) return; // shutting down: the claim is released, not judged
+        : await this.sender.send({ url: delivery.url, headers, body });
+    if (this.interrupting) return; // shutting down: the claim is released, not judged
     this.ctx.metrics.attemptSeconds.observe(result.durationMs / 1000);
     await this.outcomes.push(this.judge(delivery, result, headers, body, maxAttempts));
-    if (log.isLevelEnabled('debug')) {
-      log.debug(
+    if (this.ctx.logger.isLevelEnabled('debug')) {
+      log().debug(
         { status: result.status, ok: result.ok, ms: Math.round(result.durationMs) },
         'attempt finished',
       );

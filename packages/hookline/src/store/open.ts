@@ -1,9 +1,12 @@
 import type { Db } from './db.js';
-import { PgDb } from './postgres/pg-db.js';
-import { SqliteDb } from './sqlite/sqlite-db.js';
+import { SqliteDb, type SqliteOptions } from './sqlite/sqlite-db.js';
 
-/** Opens the database HOOKLINE_DATABASE_URL names: `sqlite:<path>` or `postgres://…`. */
-export function openDb(databaseUrl: string): Db {
-  if (databaseUrl.startsWith('sqlite:')) return new SqliteDb(databaseUrl.slice('sqlite:'.length));
+/**
+ * Opens the database HOOKLINE_DATABASE_URL names: `sqlite:<path>` or `postgres://…`. The PostgreSQL
+ * driver is loaded only when it is used, so the embedded default starts without it.
+ */
+export async function openDb(databaseUrl: string, sqlite: SqliteOptions = {}): Promise<Db> {
+  if (databaseUrl.startsWith('sqlite:')) return new SqliteDb(databaseUrl.slice('sqlite:'.length), sqlite);
+  const { PgDb } = await import('./postgres/pg-db.js');
   return new PgDb({ connectionString: databaseUrl });
 }

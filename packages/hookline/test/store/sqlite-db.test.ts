@@ -21,6 +21,14 @@ describe('SqliteDb', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('syncs WAL commits at checkpoints by default and at every commit with synchronous full', async () => {
+    // PRAGMA synchronous: 1 is NORMAL, 2 is FULL.
+    expect(await db.one('PRAGMA synchronous')).toEqual({ synchronous: 1 });
+    const full = new SqliteDb(path.join(dir, 'full.db'), { synchronous: 'full' });
+    expect(await full.one('PRAGMA synchronous')).toEqual({ synchronous: 2 });
+    await full.close();
+  });
+
   it('runs concurrent transactions one after another', async () => {
     await Promise.all(
       Array.from({ length: 25 }, (_, i) =>

@@ -11,6 +11,15 @@ interface Prepared {
   order: number[];
 }
 
+export interface SqliteOptions {
+  /**
+   * `normal` (the default): in WAL mode a commit is durable once the WAL is synced at the next
+   * checkpoint; after a power loss or OS crash (not a process crash) the last commits may be lost.
+   * `full`: every commit waits for the disk (docs/configuration.md, HOOKLINE_SQLITE_SYNCHRONOUS).
+   */
+  synchronous?: 'normal' | 'full';
+}
+
 export class SqliteDb implements Db {
   readonly dialect = 'sqlite' as const;
   private readonly conn: Database.Database;
@@ -18,11 +27,11 @@ export class SqliteDb implements Db {
   private lock: Promise<void> = Promise.resolve();
   private locked = false;
 
-  constructor(file: string) {
+  constructor(file: string, options: SqliteOptions = {}) {
     if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
     this.conn = new Database(file);
     this.conn.pragma('journal_mode = WAL');
-    this.conn.pragma('synchronous = NORMAL');
+    this.conn.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     this.conn.pragma('busy_timeout = 5000');
     this.conn.pragma('foreign_keys = ON');
   }

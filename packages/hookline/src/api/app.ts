@@ -60,7 +60,7 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
   );
 
   // An empty body with content-type JSON is treated as no body, so `POST …/restore` with a JSON
-  // content-type header and nothing else is not an error. All bodies are JSON (DESIGN §4): the
+  // content-type header and nothing else is not an error. All bodies are JSON (docs/contract.md §4): the
   // built-in text/plain parser goes too, so any other content type is 415 unsupported_media_type.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {

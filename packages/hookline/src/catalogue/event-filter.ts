@@ -1,7 +1,7 @@
 import { isEventType, type EventType } from './events.js';
 
 /**
- * The only wildcards of spec §6 / DESIGN §4.1. There is deliberately no general glob syntax:
+ * The only wildcards of spec §6 / docs/contract.md §4.1. There is deliberately no general glob syntax:
  * `organizationInvitation.*` or `connection.*` are refused so that a subscription cannot
  * silently start receiving event families the spec never promised a wildcard for.
  */

@@ -1,4 +1,4 @@
-// The operator console (DESIGN §4.3): a static page and its few assets, served without a key. The
+// The operator console (docs/contract.md §4.3): a static page and its few assets, served without a key. The
 // page itself asks for an instance-manager key and talks to /v1/admin/* like any other client, so
 // nothing here touches data or needs auth.
 import { readdirSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// What goes on the wire for one attempt (DESIGN §5): the same body every time, re-signed with a fresh
+// What goes on the wire for one attempt (docs/contract.md §5): the same body every time, re-signed with a fresh
 // timestamp so a retry hours later still passes a consumer's five-minute window.
 import { signatureHeader } from '@hookline/consumer';
 

@@ -32,7 +32,7 @@ export interface WorkerOptions {
 
 /**
  * How long a claim is protected: the attempt's time-out plus slack for recording the outcome, at most
- * 30 s of it (DESIGN §6 of the contract). A lease that runs out early costs at worst a duplicate
+ * 30 s of it (docs/contract.md §6). A lease that runs out early costs at worst a duplicate
  * attempt (fencing keeps the outcomes straight), so the slack shrinks with short time-outs and crashed
  * work returns sooner.
  */

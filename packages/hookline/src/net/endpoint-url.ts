@@ -67,7 +67,7 @@ async function tryResolve(resolve: Resolve, host: string, timeoutMs: number): Pr
 }
 
 /**
- * Validates a webhook endpoint URL at create/update time (DESIGN §3, §4.1).
+ * Validates a webhook endpoint URL at create/update time (docs/contract.md §3, §4.1).
  *
  * With private networks disallowed, IP-literal hosts are vetted directly, `localhost` names are
  * refused outright, and other names are resolved and refused if ANY address is non-public (a

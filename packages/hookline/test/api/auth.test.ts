@@ -1,4 +1,4 @@
-// Keys, roles and tenancy (DESIGN §1): 401 without a valid key, 403 for the wrong role, and a
+// Keys, roles and tenancy (docs/contract.md §1): 401 without a valid key, 403 for the wrong role, and a
 // tenant never sees another tenant's endpoints (404, never 403).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/keys/api-keys.js';

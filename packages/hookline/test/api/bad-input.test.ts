@@ -1,4 +1,4 @@
-// Bad input never gives a 500 (DESIGN §4): every route, fed malformed bodies, content types, ids and
+// Bad input never gives a 500 (docs/contract.md §4): every route, fed malformed bodies, content types, ids and
 // query strings, answers a 4xx in the one error shape and changes nothing.
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

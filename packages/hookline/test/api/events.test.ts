@@ -1,4 +1,4 @@
-// POST /v1/events: the producer's emit (DESIGN §4.2), on both stores.
+// POST /v1/events: the producer's emit (docs/contract.md §4.2), on both stores.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { messageAad } from '../../src/events/emit.js';
 import { startTestService, type TestService } from '../helpers/service.js';

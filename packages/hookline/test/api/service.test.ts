@@ -1,4 +1,4 @@
-// The service routes of DESIGN §4.4: health, readiness, metrics, the OpenAPI document, and the answer
+// The service routes of docs/contract.md §4.4: health, readiness, metrics, the OpenAPI document, and the answer
 // for a route that does not exist.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.js';

@@ -49,7 +49,7 @@ export function expectError(res: LightMyRequestResponse, status: number, code?: 
   return body.error.code;
 }
 
-/** Asserts a public endpoint object: exactly the DESIGN §4.1 fields, never the secret. */
+/** Asserts a public endpoint object: exactly the docs/contract.md §4.1 fields, never the secret. */
 export function expectEndpoint(res: LightMyRequestResponse, status = 200): EndpointJson {
   expect(res.statusCode, res.body).toBe(status);
   const body = res.json() as EndpointJson;

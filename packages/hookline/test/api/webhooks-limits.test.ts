@@ -1,4 +1,4 @@
-// The limits of DESIGN §4.1 (url, description, events) and the URL policy of §3
+// The limits of docs/contract.md §4.1 (url, description, events) and the URL policy of §3
 // (HOOKLINE_ALLOW_PRIVATE_NETWORKS), on create and on patch.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.js';

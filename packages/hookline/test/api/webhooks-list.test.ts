@@ -1,4 +1,4 @@
-// GET /v1/webhooks: newest first, limit, cursor pagination and the status filter (DESIGN §4.1).
+// GET /v1/webhooks: newest first, limit, cursor pagination and the status filter (docs/contract.md §4.1).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { disableEndpoint } from '../../src/store/endpoints.js';
 import { startTestService, type TestService } from '../helpers/service.js';

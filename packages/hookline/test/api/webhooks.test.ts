@@ -1,4 +1,4 @@
-// /v1/webhooks: create, get, patch, delete, restore and rotate-secret (DESIGN §4.1), on both stores.
+// /v1/webhooks: create, get, patch, delete, restore and rotate-secret (docs/contract.md §4.1), on both stores.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fanOutBatch } from '../../src/delivery/fanout.js';
 import { disableEndpoint, getEndpointById } from '../../src/store/endpoints.js';

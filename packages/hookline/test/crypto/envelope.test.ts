@@ -1,5 +1,5 @@
 // The AES-256-GCM envelope every stored payload, dead letter and signing secret goes through
-// (DESIGN §6): round trip, AAD binding, tamper detection and key rotation.
+// (docs/contract.md §6): round trip, AAD binding, tamper detection and key rotation.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {

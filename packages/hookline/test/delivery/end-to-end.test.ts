@@ -1,5 +1,5 @@
 // An event emitted through the API reaches every matching endpoint exactly once, and nothing else,
-// as the POST DESIGN §5 describes, verifiable with @hookline/consumer.
+// as the POST docs/contract.md §5 describes, verifiable with @hookline/consumer.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { disableEndpoint } from '../../src/store/endpoints.js';
@@ -39,7 +39,7 @@ describe.each(STORE_KINDS)('end-to-end delivery on %s', (kind) => {
     await t.close();
   });
 
-  it('a user.created reaches exactly the matching endpoints, once each, signed as DESIGN §5 says', async () => {
+  it('a user.created reaches exactly the matching endpoints, once each, signed as docs/contract.md §5 says', async () => {
     const subscriptions: Record<string, string[]> = {
       userWildcard: ['user.*'],
       everything: ['*'],

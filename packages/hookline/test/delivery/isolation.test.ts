@@ -1,4 +1,4 @@
-// One slow or dead endpoint must not delay deliveries to healthy ones (DESIGN §6): in-flight attempts
+// One slow or dead endpoint must not delay deliveries to healthy ones (docs/contract.md §6): in-flight attempts
 // are bounded per endpoint, there is no head-of-line blocking, and the worker does not spin while the
 // only due work belongs to an endpoint that is at its cap.
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// rotate-secret (DESIGN §4.1): later attempts are signed with the new secret; during a grace period
+// rotate-secret (docs/contract.md §4.1): later attempts are signed with the new secret; during a grace period
 // they carry both signatures; a rotation ends any earlier grace, so never more than two.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
@@ -88,7 +88,7 @@ describe.each(STORE_KINDS)('secret rotation on %s', (kind) => {
     expect(signatures(r, 1).every((s) => s.startsWith('v1,'))).toBe(true);
     expect(verifies(during, s2)).toBe(true);
     expect(verifies(during, s1)).toBe(true);
-    // New first, old second (DESIGN §4.1 `v1,<new> v1,<old>`).
+    // New first, old second (docs/contract.md §4.1 `v1,<new> v1,<old>`).
     expect(
       verifies({ ...during, headers: { ...during.headers, 'hook-signature': signatures(r, 1)[0] } }, s2),
     ).toBe(true);

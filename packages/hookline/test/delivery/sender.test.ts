@@ -1,4 +1,4 @@
-// The HTTP client on its own, against real local servers: what counts as a failure (DESIGN §5) and
+// The HTTP client on its own, against real local servers: what counts as a failure (docs/contract.md §5) and
 // how hookline protects itself from its subscribers (redirects, slow bodies, huge bodies, private
 // addresses).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

@@ -11,7 +11,7 @@ import type { EndpointQueueRow } from '../../src/store/endpoint-queues.js';
 import type { ReceivedRequest } from '../helpers/receiver.js';
 import type { TestService } from '../helpers/service.js';
 
-/** The request headers hookline itself sets (DESIGN §5); everything else on the wire is transport. */
+/** The request headers hookline itself sets (docs/contract.md §5); everything else on the wire is transport. */
 export const HOOK_HEADERS = [
   'content-type',
   'hook-id',

@@ -1,4 +1,4 @@
-// /v1/admin: the Instance Manager surface (DESIGN §4.3). Dead letters, keys, tenants, health, audit.
+// /v1/admin: the Instance Manager surface (docs/contract.md §4.3). Dead letters, keys, tenants, health, audit.
 // Nothing here is reachable with a tenant or producer key.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';

@@ -1,4 +1,4 @@
-// POST /v1/events: the producer's emit (DESIGN §4.2). Answers once the message is durable.
+// POST /v1/events: the producer's emit (docs/contract.md §4.2). Answers once the message is durable.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Context } from '../../context.js';

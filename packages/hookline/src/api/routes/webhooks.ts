@@ -1,4 +1,4 @@
-// /v1/webhooks: a tenant's endpoints (DESIGN §4.1). There is deliberately no delivery history,
+// /v1/webhooks: a tenant's endpoints (docs/contract.md §4.1). There is deliberately no delivery history,
 // event listing or replay here (spec §1.6, §4 rule 2).
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';

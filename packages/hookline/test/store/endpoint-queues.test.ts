@@ -79,14 +79,26 @@ describe.each(STORE_KINDS)('endpoint queues on %s', (kind) => {
       await addEndpoint(db, 'ep-empty');
       await addDeliveries(db, 'ep-a', [T0 + 500, T0 + 600]);
       await settle(db, 'ep-a', { requeued: 1, requeuedDue: T0 + 700 }, T0);
-      expect(await queueOf(db, 'ep-a')).toMatchObject({ queued: 3, next_due_at: T0 + 500, ready_at: T0 + 500 });
+      expect(await queueOf(db, 'ep-a')).toMatchObject({
+        queued: 3,
+        next_due_at: T0 + 500,
+        ready_at: T0 + 500,
+      });
       await settle(db, 'ep-a', { requeued: 2, requeuedDue: T0 + 100 }, T0);
-      expect(await queueOf(db, 'ep-a')).toMatchObject({ queued: 5, next_due_at: T0 + 100, ready_at: T0 + 100 });
+      expect(await queueOf(db, 'ep-a')).toMatchObject({
+        queued: 5,
+        next_due_at: T0 + 100,
+        ready_at: T0 + 100,
+      });
       await settle(db, 'ep-a', { finished: 1, fast: 1 }, T0);
       expect(await queueOf(db, 'ep-a')).toMatchObject({ queued: 5, next_due_at: T0 + 100 });
       expect(await queueOf(db, 'ep-empty')).toMatchObject({ queued: 0, next_due_at: null, ready_at: null });
       await settle(db, 'ep-empty', { requeued: 1, requeuedDue: T0 + 50 }, T0);
-      expect(await queueOf(db, 'ep-empty')).toMatchObject({ queued: 1, next_due_at: T0 + 50, ready_at: T0 + 50 });
+      expect(await queueOf(db, 'ep-empty')).toMatchObject({
+        queued: 1,
+        next_due_at: T0 + 50,
+        ready_at: T0 + 50,
+      });
     });
 
     it('in slow start adds each fast success to the limit, up to the ceiling and the threshold', async () => {
@@ -187,7 +199,11 @@ describe.each(STORE_KINDS)('endpoint queues on %s', (kind) => {
       await addEndpoint(db, 'ep-a');
       await addDeliveries(db, 'ep-a', dueTimes(10, T0 - 100));
       expect(await claimAt(db, T0)).toHaveLength(8);
-      expect(await queueOf(db, 'ep-a')).toMatchObject({ in_flight: 8, next_due_at: T0 - 100, ready_at: null });
+      expect(await queueOf(db, 'ep-a')).toMatchObject({
+        in_flight: 8,
+        next_due_at: T0 - 100,
+        ready_at: null,
+      });
       await settle(db, 'ep-a', { finished: 1 }, T0);
       expect(await queueOf(db, 'ep-a')).toMatchObject({ in_flight: 7, ready_at: T0 - 100 });
       // Halved to 4 with 6 in flight: no room until two more finish.
@@ -284,6 +300,9 @@ describe.each(STORE_KINDS)('endpoint queues on %s', (kind) => {
     expect(await queueOf(db, 'ep-saturated')).toMatchObject({ in_flight: 8, queued: 4992, ready_at: null });
     await addEndpoint(db, 'ep-healthy');
     const healthy = await addDeliveries(db, 'ep-healthy', dueTimes(10, T0 - 1));
+    // Earlier fast answers have already taken its adaptive limit past 10.
+    await settle(db, 'ep-healthy', { fast: 8 }, T0);
+    expect(await queueOf(db, 'ep-healthy')).toMatchObject({ concurrency_limit: 16 });
     // A batch of exactly 10: the older backlog takes none of it.
     expect(idsOf(await claimAt(db, T0, 10))).toEqual(healthy);
     expect(await claimAt(db, T0, 10)).toEqual([]);
@@ -292,7 +311,8 @@ describe.each(STORE_KINDS)('endpoint queues on %s', (kind) => {
 
   it('queueTotals and nextReadyAt agree with the rows', async () => {
     const { db } = store;
-    for (const id of ['ep-busy', 'ep-due', 'ep-paused', 'ep-inactive', 'ep-future']) await addEndpoint(db, id);
+    for (const id of ['ep-busy', 'ep-due', 'ep-paused', 'ep-inactive', 'ep-future'])
+      await addEndpoint(db, id);
     await addDeliveries(db, 'ep-busy', dueTimes(2, T0 - 500));
     expect(await claimAt(db, T0)).toHaveLength(2);
     await addDeliveries(db, 'ep-due', [T0 - 300, T0 - 200, T0 - 100]);
@@ -339,7 +359,7 @@ describe.each(STORE_KINDS)('endpoint queues on %s', (kind) => {
           claimers.map(async (c) => {
             // Every ready queue may be locked by another claimer for a moment: only several empty
             // answers in a row mean nothing is left within the limits.
-            for (let empty = 0; empty < 5; ) {
+            for (let empty = 0; empty < 5;) {
               const batch = await claimAt(c, now, 16);
               empty = batch.length === 0 ? empty + 1 : 0;
               claimed.push(...batch);

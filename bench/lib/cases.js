@@ -22,8 +22,9 @@ export function scale(quick) {
         fanoutMs: 3000,
         memoryEvents: 10_000,
         budgetMs: 8000,
-        memoryBudgetMs: 20_000,
+        memoryBudgetMs: 15_000,
         stallMs: 20_000,
+        graceMs: 5000,
       }
     : {
         deliveries: 10_000,
@@ -35,6 +36,7 @@ export function scale(quick) {
         budgetMs: 30_000,
         memoryBudgetMs: 90_000,
         stallMs: 60_000,
+        graceMs: 15_000,
       };
 }
 
@@ -246,10 +248,17 @@ async function ingestHalfCase(ctx) {
         rate,
         durationMs: ctx.scale.pacedMs,
         warmup: Math.round(rate / 2),
+        graceMs: ctx.scale.graceMs,
       });
       const delivered = (await sub.call('stats')).count;
-      notes['half.p99'] =
-        `${fmt(rate)} emits/s for ${fmt(ctx.scale.pacedMs / 1000)} s; ${fmt(delivered)} of ${fmt(e.ok)} delivered by the last emit`;
+      notes['half.p99'] = [
+        `${fmt(rate)} emits/s for ${fmt(ctx.scale.pacedMs / 1000)} s; ${fmt(delivered)} of ${fmt(e.ok)} delivered by the last answer`,
+        e.unanswered
+          ? `${fmt(e.unanswered)} unanswered after ${fmt(ctx.scale.graceMs / 1000)} s (p99 is a lower bound)`
+          : '',
+      ]
+        .filter(Boolean)
+        .join('; ');
       return { metrics: { 'half.p50': e.p50, 'half.p99': e.p99, 'half.rate': rate }, notes };
     }),
   );
@@ -329,11 +338,19 @@ async function fanoutCase(ctx) {
           rate: 50,
           durationMs: ctx.scale.fanoutMs,
           warmup: 10,
+          graceMs: ctx.scale.graceMs,
         });
         const delivered = (await sub.call('stats')).count;
         metrics[`fanout.${endpoints}.p50`] = e.p50;
         metrics[`fanout.${endpoints}.p99`] = e.p99;
-        notes[`fanout.${endpoints}.p99`] = `${fmt(e.n)} emits; ${fmt(delivered)} deliveries meanwhile`;
+        notes[`fanout.${endpoints}.p99`] = [
+          `${fmt(e.n)} emits; ${fmt(delivered)} deliveries meanwhile`,
+          e.unanswered
+            ? `${fmt(e.unanswered)} unanswered ${fmt(ctx.scale.graceMs / 1000)} s after the last emit (p99 is a lower bound)`
+            : '',
+        ]
+          .filter(Boolean)
+          .join('; ');
       }),
     );
   }

@@ -32,9 +32,10 @@ function main() {
     warmup = 0,
     retry = false,
     seqStart = 0,
+    graceMs = Infinity,
   } = o;
   const pool = new Pool(origin, {
-    connections: rate ? 1024 : concurrency, // paced: never queue in the client
+    connections: rate ? (o.connections ?? 1024) : concurrency, // paced: never queue in the client
     pipelining: 1,
     keepAliveTimeout: 60_000,
     headersTimeout: 60_000,
@@ -50,11 +51,13 @@ function main() {
   let inFlight = 0;
   let warmupDoneAt = null;
   let lastDone = 0;
+  const waiting = new Map(); // seq → send time of emits not answered yet
 
   async function once(seq) {
     for (let attempt = 0; ; attempt++) {
       const body = JSON.stringify({ tenant_id: tenant, type: EVENT_TYPE, data: eventData(seq) });
       const t0 = now();
+      waiting.set(seq, t0);
       let status;
       try {
         const res = await pool.request({ path, method: 'POST', headers, body });
@@ -64,6 +67,7 @@ function main() {
         status = err.code ?? 'error';
       }
       const t1 = now();
+      waiting.delete(seq);
       statuses[status] = (statuses[status] ?? 0) + 1;
       if (status === 202 || status === 200) {
         ok++;
@@ -102,7 +106,9 @@ function main() {
         }
         await sleep(Math.max(1, Math.min(5, ((due * 1000) / rate + start - now()) | 0)));
       }
-      await Promise.all(jobs);
+      // Answers still missing `graceMs` after the last emit count at their age so far (a lower bound).
+      await Promise.race([Promise.all(jobs), sleep(graceMs)]);
+      for (const t0 of waiting.values()) latencies.push(now() - t0);
     } else {
       const loop = async () => {
         while (more()) await once(seqStart + sent++);
@@ -112,8 +118,10 @@ function main() {
     clearInterval(progress);
     const from = warmup > 0 ? (warmupDoneAt ?? lastDone) : start;
     const counted = ok - Math.min(ok, warmup);
-    await pool.close();
+    const unanswered = waiting.size;
+    await (unanswered ? pool.destroy() : pool.close());
     return {
+      unanswered,
       startedAt: start,
       sent,
       ok,

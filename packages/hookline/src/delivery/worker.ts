@@ -15,7 +15,7 @@ import {
   type ClaimedAttempt,
 } from '../store/deliveries.js';
 import { nextReadyAt } from '../store/endpoint-queues.js';
-import { retryDelay } from './backoff.js';
+import { RETRY_AFTER_CAP_MS, retryDelay } from './backoff.js';
 import { deadLetterAad } from './dead-letter-codec.js';
 import { fanOutBatch } from './fanout.js';
 import { OutcomeWriter, type LoadSignal, type Outcome } from './outcome-writer.js';
@@ -314,7 +314,8 @@ export class DeliveryWorker {
       error: result.error ?? 'failed',
       gone: result.status === 410,
       signal,
-      pauseUntil: result.retryAfterMs === null ? null : now + result.retryAfterMs,
+      pauseUntil:
+        result.retryAfterMs === null ? null : now + Math.min(result.retryAfterMs, RETRY_AFTER_CAP_MS),
     };
     if (delivery.attempts >= maxAttempts) {
       if (delivery.replay_of || body === null) return { kind: 'dead', ...failure, deadLetter: null };

@@ -282,7 +282,11 @@ export async function reapExpiredLeases(
  */
 export async function reconcileInFlight(q: Queryable): Promise<number> {
   const locked = await q.all<{ endpoint_id: string }>(
-    `SELECT endpoint_id FROM endpoint_queues WHERE in_flight > 0 ORDER BY endpoint_id ${forUpdate(q.dialect, true)}`,
+    // Counted in flight, or with leased deliveries (an in-flight count lost to zero): both read small
+    // sets, the second off the partial lease index.
+    `SELECT endpoint_id FROM endpoint_queues
+     WHERE in_flight > 0 OR endpoint_id IN (SELECT endpoint_id FROM deliveries WHERE status = 'delivering')
+     ORDER BY endpoint_id ${forUpdate(q.dialect, true)}`,
   );
   if (locked.length === 0) return 0;
   return q.run(

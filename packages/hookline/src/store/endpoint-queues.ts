@@ -151,6 +151,7 @@ export async function settleQueues(
          ELSE ${least(d, limit, '$2')} END,
        concurrency_credit = CASE
          WHEN t.item_congested = 1 OR ${slowStart} THEN 0
+         WHEN t.item_fast = 0 THEN ${credit}
          WHEN ${additive} THEN ${credit} + t.item_fast - ${limit}
          ELSE ${credit} + t.item_fast END,
        slow_start_threshold = CASE WHEN ${decrease} THEN ${halved} ELSE ${threshold} END,

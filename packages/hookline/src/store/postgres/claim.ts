@@ -8,12 +8,17 @@ import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
 
 const CLAIM = `
 WITH ready AS (
-  SELECT endpoint_id, LEAST(concurrency_limit, $4) - in_flight AS room
-  FROM endpoint_queues
-  WHERE ready_at <= $1
-  ORDER BY ready_at
+  -- Locked rows are read at their latest version; the deliveries below are read in the statement's
+  -- snapshot. If the queue row changed in between (a retry or a fan-out committed just then), the
+  -- deliveries read may miss rows it counted: \`changed\` keeps its next due time as a lower bound.
+  SELECT q.endpoint_id, LEAST(q.concurrency_limit, $4) - q.in_flight AS room, q.next_due_at AS latest_due,
+    (SELECT s.queued IS DISTINCT FROM q.queued OR s.next_due_at IS DISTINCT FROM q.next_due_at
+     FROM endpoint_queues s WHERE s.endpoint_id = q.endpoint_id) AS changed
+  FROM endpoint_queues q
+  WHERE q.ready_at <= $1
+  ORDER BY q.ready_at
   LIMIT $3
-  FOR UPDATE SKIP LOCKED
+  FOR UPDATE OF q SKIP LOCKED
 ), candidates AS (
   -- One row past the endpoint's room: what is left tells the queue its next due time.
   SELECT d.id, d.endpoint_id, d.next_attempt_at, r.room,
@@ -28,23 +33,24 @@ WITH ready AS (
   SELECT id FROM candidates WHERE rank <= room AND next_attempt_at <= $1
   ORDER BY next_attempt_at LIMIT $3
 ), claimed AS (
+  -- = ANY(ARRAY(…)): primary-key lookups whatever the planner estimates for the CTE, never a scan.
   UPDATE deliveries d SET status = 'delivering', attempts = d.attempts + 1, lease_expires_at = $2, updated_at = $1
-  FROM taken WHERE d.id = taken.id AND d.status = 'pending'
+  WHERE d.id = ANY(ARRAY(SELECT id FROM taken)) AND d.status = 'pending'
   RETURNING d.id, d.message_id, d.endpoint_id, d.tenant_id, d.event_type, d.attempts, d.first_headers, d.replay_of
 ), settled AS (
   UPDATE endpoint_queues q SET
     in_flight = q.in_flight + n.claimed,
     queued = GREATEST(0, q.queued - n.claimed),
-    next_due_at = n.next_due,
+    next_due_at = CASE WHEN n.changed THEN LEAST(n.next_due, n.latest_due) ELSE n.next_due END,
     concurrency_limit = LEAST(q.concurrency_limit, $4)
   FROM (
-    SELECT r.endpoint_id,
+    SELECT r.endpoint_id, r.changed, r.latest_due,
       (SELECT COUNT(*) FROM claimed c WHERE c.endpoint_id = r.endpoint_id) AS claimed,
       (SELECT MIN(c.next_attempt_at) FROM candidates c
        WHERE c.endpoint_id = r.endpoint_id AND c.id NOT IN (SELECT id FROM taken)) AS next_due
     FROM ready r
   ) n
-  WHERE q.endpoint_id = n.endpoint_id
+  WHERE q.endpoint_id = n.endpoint_id AND q.endpoint_id = ANY(ARRAY(SELECT endpoint_id FROM ready))
 )
 SELECT c.id, c.message_id, c.endpoint_id, c.tenant_id, c.event_type, c.attempts, c.first_headers, c.replay_of,
   m.payload, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at

@@ -1,5 +1,6 @@
 // PostgreSQL adapter of the Db boundary: a pg Pool. BIGINT (epoch-millisecond timestamps, counts)
 // is parsed to number for this pool only; values stay far below 2^53.
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Db, Notifications, Queryable, SqlValue } from '../db.js';
 import { PgListener } from './listener.js';
@@ -18,15 +19,51 @@ const types = {
     oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
+/**
+ * Data statements run as named prepared statements: each connection parses and plans one once, then
+ * reuses it (the claim's planning alone costs about as much as its execution). Statements whose text
+ * varies without bound (IN lists of any length) are few; past the cap they simply go unnamed.
+ */
+const statementNames = new Map<string, string | null>();
+const MAX_NAMED_STATEMENTS = 2000;
+/** Bumped when a schema change has made prepared statements stale: every name is then new. */
+let statementGeneration = 0;
+
+function statementName(sql: string): string | undefined {
+  let name = statementNames.get(sql);
+  if (name === undefined) {
+    const cacheable =
+      /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(sql) && statementNames.size < MAX_NAMED_STATEMENTS;
+    name = cacheable
+      ? `hl${statementGeneration}_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`
+      : null;
+    statementNames.set(sql, name);
+  }
+  return name ?? undefined;
+}
+
+async function query(client: pg.Pool | pg.PoolClient, sql: string, params: readonly SqlValue[]) {
+  try {
+    return await client.query({ name: statementName(sql), text: sql, values: params as unknown[] });
+  } catch (err) {
+    // A migration by another process changed a table a prepared `SELECT *` reads ("cached plan must
+    // not change result type"): prepare everything afresh under new names.
+    if ((err as { code?: string }).code !== '0A000') throw err;
+    statementGeneration++;
+    statementNames.clear();
+    return client.query({ name: statementName(sql), text: sql, values: params as unknown[] });
+  }
+}
+
 function queryable(client: pg.Pool | pg.PoolClient): Queryable {
   return {
     dialect: 'postgres',
     all: async <T>(sql: string, params: readonly SqlValue[] = []) =>
-      (await client.query(sql, params as unknown[])).rows as T[],
+      (await query(client, sql, params)).rows as T[],
     one: async <T>(sql: string, params: readonly SqlValue[] = []) =>
-      (await client.query(sql, params as unknown[])).rows[0] as T | undefined,
+      (await query(client, sql, params)).rows[0] as T | undefined,
     run: async (sql: string, params: readonly SqlValue[] = []) =>
-      (await client.query(sql, params as unknown[])).rowCount ?? 0,
+      (await query(client, sql, params)).rowCount ?? 0,
   };
 }
 

@@ -288,13 +288,23 @@ function machine() {
   const dirty = sh('git status --porcelain -- packages') ? ' + uncommitted changes in packages/' : '';
   return [
     `- node ${process.version}, nproc ${os.availableParallelism()}, memory ${fmt(os.totalmem() / 2 ** 30, 1)} GiB, ${os.cpus()[0]?.model ?? 'cpu ?'}`,
+    `- load average at start ${loadAtStart.map((l) => fmt(l, 1)).join(' ')}, at end ${os
+      .loadavg()
+      .map((l) => fmt(l, 1))
+      .join(' ')}`,
     `- commit ${sh('git rev-parse --short HEAD')}${dirty}`,
   ].join('\n');
 }
 
+const loadAtStart = os.loadavg();
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   installExitHandlers();
+  if (loadAtStart[0] > os.availableParallelism() / 2)
+    process.stderr.write(
+      `note: load average ${fmt(loadAtStart[0], 1)} on ${os.availableParallelism()} cores: something else is running, figures will be low\n`,
+    );
   const s = scale(args.quick);
   // --only: a case's exact name, or a prefix of several (drain = drain-sqlite + drain-pg).
   const wanted = (c, o) => c.name === o || (!CASES.some((x) => x.name === o) && c.name.startsWith(o));

@@ -35,189 +35,104 @@ function parseArgs(argv) {
 /** A ratio beside a figure: value ÷ results[of], with an optional target (min or max). */
 const vs = (of, name, target = {}) => ({ of, name, ...target });
 
+/** One table row: case name (for --only), label, metric key(s), unit, and ratios/targets/decimals. */
+const row = (c, label, key, unit, more = {}) => ({ c, label, key, unit, ...more });
+const plural = (n, word) => `${n} ${word}${n > 1 ? 's' : ''}`;
+
 function rows(s) {
-  const e2e = (kind, store, endpoints, deliveryRatios) => {
-    const p = `e2e.${kind}.${endpoints}`;
-    const what = `${store}, ${endpoints} endpoint${endpoints > 1 ? 's' : ''}`;
-    const c = `e2e-${kind}`;
+  const ceiling = vs('ceiling.rate', 'ceiling');
+  const e2e = (kind, store, n, deliveryRatios) => {
+    const [p, c, what] = [`e2e.${kind}.${n}`, `e2e-${kind}`, `${store}, ${plural(n, 'endpoint')}`];
     return [
-      { c, label: `${what}: deliveries/s`, key: `${p}.rate`, unit: '/s', ratios: deliveryRatios },
-      { c, label: `${what}: ingest/s`, key: `${p}.ingest`, unit: '/s' },
-      { c, label: `${what}: emit p50 / p99`, key: [`${p}.emitP50`, `${p}.emitP99`], unit: 'ms', decimals: 1 },
-      { c, label: `${what}: emit→delivery p50 / p99`, key: [`${p}.latP50`, `${p}.latP99`], unit: 'ms' },
-      { c, label: `${what}: peak RSS of hookline processes`, key: `${p}.rss`, unit: 'MB' },
+      row(c, `${what}: deliveries/s`, `${p}.rate`, '/s', { ratios: deliveryRatios }),
+      row(c, `${what}: ingest/s`, `${p}.ingest`, '/s'),
+      row(c, `${what}: emit p50 / p99`, [`${p}.emitP50`, `${p}.emitP99`], 'ms', { decimals: 1 }),
+      row(c, `${what}: emit→delivery p50 / p99`, [`${p}.latP50`, `${p}.latP99`], 'ms'),
+      row(c, `${what}: peak RSS of hookline processes`, `${p}.rss`, 'MB'),
     ];
   };
-  const ceiling = vs('ceiling.rate', 'ceiling');
+  const baseline = (c, name, add) => [
+    row(c, `${name} drain`, `${c}.drain`, '/s', { ratios: [ceiling] }),
+    row(c, `${name} end to end: deliveries/s`, `${c}.e2e`, '/s', { ratios: [ceiling] }),
+    row(c, `${name} end to end: ${add}/s, 32 in flight`, `${c}.ingest`, '/s'),
+    row(c, `${name} emit→delivery p50 / p99`, [`${c}.latP50`, `${c}.latP99`], 'ms'),
+  ];
+  const sqliteDrain = [
+    vs('ceiling.rate', 'ceiling', { min: 0.5 }),
+    vs('bullmq.drain', 'BullMQ drain', { min: 2 }),
+  ];
+  const pgDrain = [
+    vs('ceiling.rate', 'ceiling', { min: 0.35 }),
+    vs('graphile.drain', 'graphile drain', { min: 2 }),
+  ];
+  const pgE2e = 'PostgreSQL 1 API + 2 workers';
+  const memory = `worker peak RSS with ${fmt(s.memoryEvents * 10)} deliveries pending`;
   return [
     { section: 'Baselines (same subscriber, same signed ~1 KiB POST)' },
+    row('ceiling', 'ceiling: undici Pool, 64 connections, no queue', 'ceiling.rate', '/s'),
+    ...baseline('bullmq', 'BullMQ (Redis, concurrency 64)', 'add()'),
+    ...baseline('graphile', 'graphile-worker (64 jobs, 10 connections)', 'addJob()'),
     {
-      c: 'ceiling',
-      label: 'ceiling: undici Pool, 64 connections, no queue',
-      key: 'ceiling.rate',
-      unit: '/s',
+      section: `hookline drain (${fmt(s.deliveries)} deliveries queued via serve --no-worker; from worker spawn)`,
     },
-    {
-      c: 'bullmq',
-      label: 'BullMQ drain (Redis, concurrency 64)',
-      key: 'bullmq.drain',
-      unit: '/s',
-      ratios: [ceiling],
-    },
-    {
-      c: 'bullmq',
-      label: 'BullMQ end to end: deliveries/s',
-      key: 'bullmq.e2e',
-      unit: '/s',
-      ratios: [ceiling],
-    },
-    { c: 'bullmq', label: 'BullMQ end to end: add()/s, 32 in flight', key: 'bullmq.ingest', unit: '/s' },
-    {
-      c: 'bullmq',
-      label: 'BullMQ emit→delivery p50 / p99',
-      key: ['bullmq.latP50', 'bullmq.latP99'],
-      unit: 'ms',
-    },
-    {
-      c: 'graphile',
-      label: 'graphile-worker drain (64 jobs, 10 conns)',
-      key: 'graphile.drain',
-      unit: '/s',
-      ratios: [ceiling],
-    },
-    {
-      c: 'graphile',
-      label: 'graphile-worker end to end: deliveries/s',
-      key: 'graphile.e2e',
-      unit: '/s',
-      ratios: [ceiling],
-    },
-    {
-      c: 'graphile',
-      label: 'graphile-worker end to end: addJob()/s, 32 in flight',
-      key: 'graphile.ingest',
-      unit: '/s',
-    },
-    {
-      c: 'graphile',
-      label: 'graphile-worker emit→delivery p50 / p99',
-      key: ['graphile.latP50', 'graphile.latP99'],
-      unit: 'ms',
-    },
-    {
-      section: `hookline drain (backlog via serve --no-worker, ${fmt(s.deliveries)} deliveries, timed from worker spawn)`,
-    },
-    ...[1, 10].flatMap((n) => [
-      {
-        c: 'drain-sqlite',
-        label: `SQLite, 1 worker, ${n} endpoint${n > 1 ? 's' : ''}`,
-        key: `drain.sqlite.${n}`,
-        unit: '/s',
-        ratios: [vs('ceiling.rate', 'ceiling', { min: 0.5 }), vs('bullmq.drain', 'BullMQ drain', { min: 2 })],
-      },
-    ]),
-    ...[1, 10].flatMap((n) => [
-      {
-        c: 'drain-pg',
-        label: `PostgreSQL, 2 workers, ${n} endpoint${n > 1 ? 's' : ''}`,
-        key: `drain.pg.${n}`,
-        unit: '/s',
-        ratios: [
-          vs('ceiling.rate', 'ceiling', { min: 0.35 }),
-          vs('graphile.drain', 'graphile drain', { min: 2 }),
-        ],
-      },
-    ]),
+    row('drain-sqlite', 'SQLite, 1 worker, 1 endpoint', 'drain.sqlite.1', '/s', { ratios: sqliteDrain }),
+    row('drain-sqlite', 'SQLite, 1 worker, 10 endpoints', 'drain.sqlite.10', '/s', { ratios: sqliteDrain }),
+    row('drain-pg', 'PostgreSQL, 2 workers, 1 endpoint', 'drain.pg.1', '/s', { ratios: pgDrain }),
+    row('drain-pg', 'PostgreSQL, 2 workers, 10 endpoints', 'drain.pg.10', '/s', { ratios: pgDrain }),
     { section: `hookline end to end (emitter 32 in flight, ${fmt(s.deliveries)} deliveries)` },
     ...e2e('sqlite', 'embedded SQLite', 1, [ceiling, vs('bullmq.e2e', 'BullMQ e2e', { min: 1 })]),
     ...e2e('sqlite', 'embedded SQLite', 10, [ceiling]),
-    ...e2e('pg', 'PostgreSQL 1 API + 2 workers', 1, [ceiling, vs('graphile.e2e', 'graphile e2e')]),
-    ...e2e('pg', 'PostgreSQL 1 API + 2 workers', 10, [ceiling]),
+    ...e2e('pg', pgE2e, 1, [ceiling, vs('graphile.e2e', 'graphile e2e')]),
+    ...e2e('pg', pgE2e, 10, [ceiling]),
     { section: 'Ingest (POST /v1/events, 32 in flight, no endpoint)' },
-    { c: 'ingest', label: 'no-op Fastify route', key: 'ingest.fastify', unit: '/s' },
-    {
-      c: 'ingest',
-      label: 'hookline SQLite (serve)',
-      key: 'ingest.sqlite',
-      unit: '/s',
+    row('ingest', 'no-op Fastify route', 'ingest.fastify', '/s'),
+    row('ingest', 'hookline SQLite (serve)', 'ingest.sqlite', '/s', {
       ratios: [vs('ingest.fastify', 'no-op', { min: 0.6 })],
-    },
-    {
-      c: 'ingest',
-      label: 'hookline PostgreSQL (serve --no-worker)',
-      key: 'ingest.pg',
-      unit: '/s',
+    }),
+    row('ingest', 'hookline PostgreSQL (serve --no-worker)', 'ingest.pg', '/s', {
       ratios: [vs('ingest.fastify', 'no-op', { min: 0.4 })],
-    },
-    {
-      c: 'ingest',
-      label: 'emit p99: no-op / SQLite / PostgreSQL',
-      key: ['ingest.fastify.p99', 'ingest.sqlite.p99', 'ingest.pg.p99'],
-      unit: 'ms',
-      decimals: 1,
-    },
-    {
-      c: 'ingest-half',
-      label: 'emit p99 while delivering at half ingest (SQLite, 1 endpoint)',
-      key: 'half.p99',
-      unit: 'ms',
+    }),
+    row(
+      'ingest',
+      'emit p99: no-op / SQLite / PostgreSQL',
+      ['ingest.fastify.p99', 'ingest.sqlite.p99', 'ingest.pg.p99'],
+      'ms',
+      {
+        decimals: 1,
+      },
+    ),
+    row('ingest-half', 'emit p99 while delivering at half ingest (SQLite, 1 endpoint)', 'half.p99', 'ms', {
       decimals: 1,
       max: 10,
-    },
+    }),
     { section: 'Independence' },
-    {
-      c: 'backlog',
-      label: `backlog: drain rate with ${fmt(s.backlog)} queued (SQLite)`,
-      key: 'backlog.large',
-      unit: '/s',
+    row('backlog', `backlog: drain rate with ${fmt(s.backlog)} queued (SQLite)`, 'backlog.large', '/s', {
       ratios: [vs('backlog.small', '1,000 queued', { min: 0.9 })],
-    },
-    { c: 'backlog', label: 'backlog: drain rate with 1,000 queued', key: 'backlog.small', unit: '/s' },
-    {
-      c: 'isolation',
-      label: 'isolation: 9 healthy endpoints beside 1 hanging (SQLite drain)',
-      key: 'isolation.hang',
-      unit: '/s',
-      ratios: [vs('isolation.ok', 'all healthy', { min: 0.9 })],
-    },
-    { c: 'isolation', label: 'isolation: the same 9 with all 10 healthy', key: 'isolation.ok', unit: '/s' },
-    {
-      c: 'fanout',
-      label: 'fan-out: emit p99 at 50/s with 1,000 endpoints (serve, SQLite)',
-      key: 'fanout.1000.p99',
-      unit: 'ms',
+    }),
+    row('backlog', 'backlog: drain rate with 1,000 queued', 'backlog.small', '/s'),
+    row(
+      'isolation',
+      'isolation: 9 healthy endpoints beside 1 hanging (SQLite drain)',
+      'isolation.hang',
+      '/s',
+      {
+        ratios: [vs('isolation.ok', 'all healthy', { min: 0.9 })],
+      },
+    ),
+    row('isolation', 'isolation: the same 9 with all 10 healthy', 'isolation.ok', '/s'),
+    row('fanout', 'fan-out: emit p99 at 50/s with 1,000 endpoints (serve, SQLite)', 'fanout.1000.p99', 'ms', {
       decimals: 1,
       ratios: [vs('fanout.1.p99', '1 endpoint', { max: 1.5 })],
-    },
-    {
-      c: 'fanout',
-      label: 'fan-out: emit p99 at 50/s with 1 endpoint',
-      key: 'fanout.1.p99',
-      unit: 'ms',
-      decimals: 1,
-    },
+    }),
+    row('fanout', 'fan-out: emit p99 at 50/s with 1 endpoint', 'fanout.1.p99', 'ms', { decimals: 1 }),
     { section: 'Memory (SQLite, 1 worker, 10 endpoints, subscriber down)' },
-    {
-      c: 'memory',
-      label: `worker peak RSS with ${fmt(s.memoryEvents * 10)} deliveries pending${s.memoryEvents < 100_000 ? ' (scaled down)' : ''}`,
-      key: 'memory.rss',
-      unit: 'MB',
+    row('memory', memory + (s.memoryEvents < 100_000 ? ' (scaled down)' : ''), 'memory.rss', 'MB', {
       max: 250,
-    },
-    {
-      c: 'memory',
-      label: 'drain after the subscriber comes up: time',
-      key: 'memory.drain',
-      unit: 's',
-      decimals: 1,
-    },
-    {
-      c: 'memory',
-      label: 'drain after the subscriber comes up: deliveries/s',
-      key: 'memory.rate',
-      unit: '/s',
+    }),
+    row('memory', 'drain after the subscriber comes up: time', 'memory.drain', 's', { decimals: 1 }),
+    row('memory', 'drain after the subscriber comes up: deliveries/s', 'memory.rate', '/s', {
       ratios: [ceiling],
-    },
+    }),
   ];
 }
 

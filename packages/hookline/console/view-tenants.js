@@ -1,8 +1,8 @@
 // Tenants & endpoints: GET /v1/admin/tenants on the left; the chosen tenant's endpoints with their
-// 24-hour success rate and backlog (GET /v1/admin/tenants/:id/endpoints) on the right.
+// 24-hour success rate, backlog, adaptive limit and pause (GET /v1/admin/tenants/:id/endpoints) on the right.
 /* global window */
 import { api, query } from './api.js';
-import { $, alertBox, errorParts, fill, fmtNumber, fmtPercent, h, idText, pill } from './dom.js';
+import { $, alertBox, errorParts, fill, fmtNumber, fmtPercent, fmtWhen, h, idText, pill } from './dom.js';
 
 const PAGE = 50;
 const state = { tenants: [], next: null, selected: null };
@@ -150,8 +150,33 @@ function endpointRow(tenantId, e) {
       { class: 'rate-cell' },
       rate(e.health, `#/dead-letters${query({ tenant_id: tenantId, endpoint_id: e.id })}`),
     ),
-    h('td', { class: `num backlog ${e.backlog > 0 ? 'strong' : 'muted'}` }, fmtNumber(e.backlog)),
+    h(
+      'td',
+      { class: `num backlog ${e.backlog > 0 ? 'strong' : 'muted'}` },
+      fmtNumber(e.backlog),
+      e.status === 'deleted' ? null : deliveryState(e.delivery),
+    ),
   );
+}
+
+/** How the engine treats the endpoint now: its adaptive in-flight limit, and any pause (docs/architecture.md). */
+function deliveryState(d) {
+  if (!d) return null;
+  return [
+    h(
+      'div',
+      { class: 'sub limit', title: `adaptive limit; the ceiling is ${d.concurrency_ceiling}` },
+      `${fmtNumber(d.in_flight)} in flight · limit ${fmtNumber(d.concurrency_limit)}`,
+    ),
+    d.circuit_open || d.paused_until
+      ? h(
+          'div',
+          { class: 'sub warn-text paused' },
+          d.circuit_open ? 'circuit open' : 'paused',
+          d.paused_until ? ` until ${fmtWhen(d.paused_until)}` : '',
+        )
+      : null,
+  ];
 }
 
 function eventChips(events) {

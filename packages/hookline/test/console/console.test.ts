@@ -317,7 +317,7 @@ describe('operator console in a browser', () => {
   );
 
   it(
-    'shows tenants and their endpoints with success rate, status and backlog',
+    'shows tenants and their endpoints with success rate, status, backlog and adaptive limit',
     async () => {
       await page.locator('nav [data-nav="tenants"]').click();
       await page.locator('#tn-list a[data-tenant="globex"]').waitFor();
@@ -328,6 +328,8 @@ describe('operator console in a browser', () => {
       expect(await page.locator('#tn-rows tr').count()).toBe(4);
       expect(await flakyRow.textContent()).toContain(flaky.url);
       expect(await flakyRow.locator('.rate strong').textContent()).toMatch(/^\d+(\.\d)? %$/);
+      // The engine's view of it: in flight now, and its adaptive limit.
+      expect(await flakyRow.locator('.limit').textContent()).toMatch(/^\d+ in flight · limit \d+$/);
       const gone = page.locator(`#tn-rows tr[data-endpoint="${goneEndpoint}"]`);
       await gone.locator('.pill[data-status="disabled"]').waitFor();
       expect(await gone.textContent()).toContain('410 Gone');

@@ -57,6 +57,9 @@ export class SqliteDb implements Db {
     return stmt.reader ? stmt.all(...args).length : stmt.run(...args).changes;
   }
 
+  /** What a transaction's statements run through: straight to the connection, past the mutex. */
+  private readonly inside: Queryable = this.direct();
+
   private direct(): Queryable {
     return {
       dialect: this.dialect,
@@ -92,10 +95,10 @@ export class SqliteDb implements Db {
     try {
       // IMMEDIATE takes the write lock up front, so another process sharing the file waits
       // (busy_timeout) instead of failing half-way through.
-      this.conn.exec('BEGIN IMMEDIATE');
+      this.prepare('BEGIN IMMEDIATE').stmt.run();
       try {
-        const result = await fn(this.direct());
-        this.conn.exec('COMMIT');
+        const result = await fn(this.inside);
+        this.prepare('COMMIT').stmt.run();
         return result;
       } catch (err) {
         if (this.conn.inTransaction) this.conn.exec('ROLLBACK');

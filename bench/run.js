@@ -216,7 +216,7 @@ const loadAtStart = os.loadavg();
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   installExitHandlers();
-  if (loadAtStart[0] > os.availableParallelism() / 2)
+  if (loadAtStart[0] > os.availableParallelism())
     process.stderr.write(
       `note: load average ${fmt(loadAtStart[0], 1)} on ${os.availableParallelism()} cores: something else is running, figures will be low\n`,
     );

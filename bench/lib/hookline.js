@@ -1,8 +1,8 @@
 // Drives hookline through its public surface only: the CLI (migrate, keys create, serve, worker),
 // HOOKLINE_* variables and the HTTP API. Each instance gets a fresh database — a SQLite file in a
 // temporary directory, or a PostgreSQL schema selected through `options=-c search_path=…` in the URL
-// — which is removed when the instance closes.
-import { mkdtempSync, rmSync } from 'node:fs';
+// (which hookline's pg connection honours) — removed when the instance closes.
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -41,39 +41,99 @@ export async function createSchema(prefix) {
   };
 }
 
-async function createDatabase(kind) {
-  if (kind === 'sqlite') {
-    const dir = mkdtempSync(path.join(tmpdir(), 'hookline-bench-'));
-    const drop = async () => rmSync(dir, { recursive: true, force: true });
-    const forget = onCleanup(drop);
-    return {
-      url: `sqlite:${path.join(dir, 'hookline.db')}`,
-      drop: async () => {
-        forget();
-        await drop();
-      },
+function tempDir() {
+  const dir = mkdtempSync(path.join(tmpdir(), 'hookline-bench-'));
+  const drop = async () => rmSync(dir, { recursive: true, force: true });
+  const forget = onCleanup(drop);
+  return {
+    dir,
+    drop: async () => {
+      forget();
+      await drop();
+    },
+  };
+}
+
+/** `hookline migrate`; then `keys`, a promise of a producer key and a tenant key for `acme`. */
+async function migrate(env) {
+  await runHookline(['migrate'], env);
+  const keys = Promise.all([
+    runHookline(['keys', 'create', '--role', 'producer'], env),
+    runHookline(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env),
+  ]).then(([producerKey, tenantKey]) => ({ producerKey, tenantKey }));
+  return { keys };
+}
+
+/**
+ * SQLite installations start from one template per run: `hookline migrate` and the two `keys create`
+ * run once into a file that every case then copies (closed, so the copy is a consistent database).
+ * That saves a CLI start-up per case; the keys and the encryption key are shared by all copies.
+ */
+let sqliteTemplate = null;
+function sqliteFromTemplate(baseEnv) {
+  sqliteTemplate ??= (async () => {
+    const { dir } = tempDir();
+    const file = path.join(dir, 'template.db');
+    const encryptionKey = randomBytes(32).toString('base64');
+    const env = {
+      ...baseEnv,
+      HOOKLINE_DATABASE_URL: `sqlite:${file}`,
+      HOOKLINE_ENCRYPTION_KEY: encryptionKey,
     };
+    const { keys } = await migrate(env);
+    return { file, encryptionKey, keys: await keys };
+  })();
+  return sqliteTemplate;
+}
+
+/**
+ * A fresh database: a copy of the SQLite template, or a new PostgreSQL schema, migrated; `keys` is
+ * a promise of its API keys (on PostgreSQL the key commands may still be running).
+ */
+async function createDatabase(kind, baseEnv) {
+  if (kind === 'sqlite') {
+    const template = await sqliteFromTemplate(baseEnv);
+    const { dir, drop } = tempDir();
+    const file = path.join(dir, 'hookline.db');
+    copyFileSync(template.file, file);
+    if (existsSync(`${template.file}-wal`)) copyFileSync(`${template.file}-wal`, `${file}-wal`);
+    return { ...template, keys: Promise.resolve(template.keys), url: `sqlite:${file}`, drop };
   }
   const { schema, drop } = await createSchema('hookline_bench');
-  return { url: `${PG_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`, drop };
+  const url = `${PG_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  const encryptionKey = randomBytes(32).toString('base64');
+  try {
+    const { keys } = await migrate({
+      ...baseEnv,
+      HOOKLINE_DATABASE_URL: url,
+      HOOKLINE_ENCRYPTION_KEY: encryptionKey,
+    });
+    return { url, encryptionKey, drop, keys };
+  } catch (err) {
+    await drop();
+    throw err;
+  }
 }
 
 /**
  * A hookline installation on a fresh database: migrated, with a producer key and a tenant key for
- * tenant `acme`. `env` adds HOOKLINE_* variables for every process of this installation. With
- * `api: 'embedded'` (`serve`) or `api: 'no-worker'` (`serve --no-worker`) the API process is started
- * alongside the key commands and is ready as `hl.api`.
+ * tenant `acme` (`hl.producerKey`, `hl.tenantKey`). `env` adds HOOKLINE_* variables for every
+ * process of this installation. With `api: 'embedded'` (`serve`) or `api: 'no-worker'`
+ * (`serve --no-worker`) the API process is started and ready as `hl.api`.
  */
 export async function createHookline(kind, env = {}, { api } = {}) {
-  const db = await createDatabase(kind);
-  const baseEnv = {
-    HOOKLINE_DATABASE_URL: db.url,
-    HOOKLINE_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+  const common = {
     HOOKLINE_ALLOW_PRIVATE_NETWORKS: 'true',
     HOOKLINE_LOG_LEVEL: 'warn',
     HOOKLINE_HOST: '127.0.0.1',
     HOOKLINE_WORKER_ADMIN_PORT: '0',
     HOOKLINE_TENANT_RATE_LIMIT: '0',
+  };
+  const db = await createDatabase(kind, common);
+  const baseEnv = {
+    ...common,
+    HOOKLINE_DATABASE_URL: db.url,
+    HOOKLINE_ENCRYPTION_KEY: db.encryptionKey,
     ...env,
   };
   const children = [];
@@ -102,19 +162,17 @@ export async function createHookline(kind, env = {}, { api } = {}) {
       return child;
     },
     async close() {
-      await Promise.all(children.map((c) => stop(c, 500)));
+      await Promise.all(children.map((c) => stop(c, 0))); // nothing to finish: results are in
       await db.drop();
     },
   };
   try {
-    await runHookline(['migrate'], baseEnv);
-    // The schema is current now, so the key commands and the API process can start together.
-    const [producerKey, tenantKey, apiChild] = await Promise.all([
-      runHookline(['keys', 'create', '--role', 'producer'], baseEnv),
-      runHookline(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], baseEnv),
+    // The schema is migrated: the key commands and the API process run side by side.
+    const [keys, apiChild] = await Promise.all([
+      db.keys,
       api ? hl.serve({ worker: api === 'embedded' }) : null,
     ]);
-    return Object.assign(hl, { producerKey, tenantKey, api: apiChild });
+    return Object.assign(hl, keys, { api: apiChild });
   } catch (err) {
     await hl.close();
     throw err;
@@ -122,7 +180,7 @@ export async function createHookline(kind, env = {}, { api } = {}) {
 }
 
 /** Creates one endpoint per URL (POST /v1/webhooks, all event types), `parallel` at a time. */
-export async function createEndpoints(origin, tenantKey, urls, parallel = 16) {
+export async function createEndpoints(origin, tenantKey, urls, parallel = 32) {
   const ids = new Array(urls.length);
   let next = 0;
   const one = async () => {

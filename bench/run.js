@@ -106,9 +106,15 @@ function rows(s) {
       max: 10,
     }),
     { section: 'Independence' },
-    row('backlog', `backlog: drain rate with ${fmt(s.backlog)} queued (SQLite)`, 'backlog.large', '/s', {
-      ratios: [vs('backlog.small', '1,000 queued', { min: 0.9 })],
-    }),
+    row(
+      'backlog',
+      `backlog: drain rate with ${fmt(s.backlog)} queued (SQLite, 100th→900th delivery)`,
+      'backlog.large',
+      '/s',
+      {
+        ratios: [vs('backlog.small', '1,000 queued', { min: 0.9 })],
+      },
+    ),
     row('backlog', 'backlog: drain rate with 1,000 queued', 'backlog.small', '/s'),
     row(
       'isolation',

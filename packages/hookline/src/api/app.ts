@@ -65,7 +65,7 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
-    if (text.trim() === '') return done(null, undefined);
+    if (!/\S/.test(text)) return done(null, undefined);
     try {
       done(null, JSON.parse(text));
     } catch {

@@ -128,12 +128,16 @@ export class Emitter {
     }
     return new Promise<EmitResult>((resolve, reject) => {
       this.waiting.push({ ...prepared, resolve, reject });
-      if (!this.writing) void this.drain();
+      // The write starts after the requests read in this turn of the event loop have joined it: an
+      // SQLite transaction runs synchronously, so starting at once would commit each emit alone.
+      if (!this.writing) {
+        this.writing = true;
+        setImmediate(() => void this.drain());
+      }
     });
   }
 
   private async drain(): Promise<void> {
-    this.writing = true;
     try {
       while (this.waiting.length > 0) {
         const group = this.takeGroup();

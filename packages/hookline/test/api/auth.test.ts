@@ -1,7 +1,7 @@
 // Keys, roles and tenancy (docs/contract.md §1): 401 without a valid key, 403 for the wrong role, and a
 // tenant never sees another tenant's endpoints (404, never 403).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../../src/keys/api-keys.js';
+import { createApiKey, KEY_CACHE_MS } from '../../src/keys/api-keys.js';
 import { revokeApiKey } from '../../src/store/api-keys.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
@@ -84,11 +84,26 @@ describe.each(STORE_KINDS)('authentication and tenancy on %s', (kind) => {
     }
   });
 
-  it('stops accepting a key the moment it is revoked', async () => {
+  it('stops accepting a key the moment it is revoked through this API', async () => {
     const created = await createApiKey(t.service.ctx, { role: 'tenant', tenantId: 'acme' });
     expect((await t.call('GET', '/v1/webhooks', created.key)).statusCode).toBe(200);
-    await revokeApiKey(t.service.ctx.db, created.record.id, Date.now());
+    const res = await t.call('DELETE', `/v1/admin/api-keys/${created.record.id}`, t.keys.instance_manager);
+    expect(res.statusCode, res.body).toBe(200);
     expectError(await t.call('GET', '/v1/webhooks', created.key), 401, 'unauthorized');
+  });
+
+  it('stops accepting a key revoked elsewhere (CLI, another process) within KEY_CACHE_MS', async () => {
+    let now = Date.now();
+    const other = await startTestService(kind, { clock: () => now });
+    try {
+      const created = await createApiKey(other.service.ctx, { role: 'tenant', tenantId: 'acme' });
+      expect((await other.call('GET', '/v1/webhooks', created.key)).statusCode).toBe(200);
+      await revokeApiKey(other.service.ctx.db, created.record.id, now);
+      now += KEY_CACHE_MS + 1;
+      expectError(await other.call('GET', '/v1/webhooks', created.key), 401, 'unauthorized');
+    } finally {
+      await other.close();
+    }
   });
 
   it.each(WEBHOOK_ROUTES)('answers 403 forbidden to a producer key on %s %s', async (method, url, body) => {

@@ -15,7 +15,7 @@ import type { Context } from '../../context.js';
 import { HooklineError, notFound } from '../../errors.js';
 import { isId } from '../../ids.js';
 import { checkCursor, toPage } from '../../pagination.js';
-import { createApiKey, publicApiKey } from '../../keys/api-keys.js';
+import { createApiKey, publicApiKey, forgetKeys } from '../../keys/api-keys.js';
 import { listApiKeys, revokeApiKey } from '../../store/api-keys.js';
 import { listAudit } from '../../store/audit-log.js';
 import { ensureTenant } from '../../store/tenants.js';
@@ -203,6 +203,7 @@ export function adminRoutes(ctx: Context): FastifyPluginAsyncTypebox {
           ? await revokeApiKey(ctx.db, request.params.id, ctx.clock())
           : undefined;
         if (!row) throw notFound('API key');
+        forgetKeys(ctx);
         await audit(ctx.db, principalOf(request), 'api_key.revoke', row.id, {}, ctx.clock());
         return publicApiKey(row);
       },

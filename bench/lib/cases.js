@@ -78,8 +78,9 @@ function drainNote(ctx, r, total) {
 }
 
 /**
- * Fills a backlog through `hookline serve --no-worker` (events emitted over HTTP, all answered 202)
- * (`hl.api`) for endpoints at `urls`. Fan-out is left to the worker.
+ * Creates endpoints at `urls` and fills a backlog of `events` through the API process `hl.api`
+ * (`serve --no-worker`): emitted over HTTP, complete when every emit has been answered 202. Fan-out
+ * is left to the worker, so a timed drain includes it.
  */
 async function fillBacklog(ctx, hl, urls, events, { concurrency = 64 } = {}) {
   const api = hl.api;

@@ -28,6 +28,8 @@ export interface ContextOptions {
   clock?: Clock;
   /** Process-wide metrics (CPU, memory) on /metrics; off in tests that run many services in one process. */
   processMetrics?: boolean;
+  /** Collect the figures read from the database (queue depth); off in the delivery thread. */
+  sharedMetrics?: boolean;
 }
 
 /** Logs go to stdout for the servers; one-shot commands pass 2 so stdout carries only their answer. */
@@ -57,6 +59,6 @@ export async function createContext(config: Config, options: ContextOptions = {}
     logger,
     clock,
     signal: await WorkSignal.create(db, logger),
-    metrics: new Metrics(db, clock, options.processMetrics ?? true),
+    metrics: new Metrics(db, clock, options.processMetrics ?? true, options.sharedMetrics ?? true),
   };
 }

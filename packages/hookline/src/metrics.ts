@@ -1,6 +1,15 @@
 // Prometheus metrics. One registry per Context, so tests that run several services in one process
 // do not share counters.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import {
+  AggregatorRegistry,
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  collectDefaultMetrics,
+  type MetricObjectWithValues,
+  type MetricValue,
+} from 'prom-client';
 import type { Db } from './store/db.js';
 import { queueTotals } from './store/endpoint-queues.js';
 import { countDeadLetters } from './store/dead-letters.js';
@@ -32,8 +41,34 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(db: Db, now: () => number, defaults = true) {
+  /** Other registries whose figures /metrics adds to this one's (the delivery thread's). */
+  private readonly sources: (() => Promise<MetricObjectWithValues<MetricValue<string>>[]>)[] = [];
+
+  /**
+   * `defaults`: the process's own figures (CPU, memory). `shared`: the figures read from the database
+   * (queue depth, dead letters), which one registry per process must collect, not each thread.
+   */
+  constructor(db: Db, now: () => number, defaults = true, shared = true) {
     if (defaults) collectDefaultMetrics({ register: this.registry, prefix: 'hookline_' });
+    if (shared) this.sharedGauges(db, now);
+  }
+
+  addSource(source: () => Promise<MetricObjectWithValues<MetricValue<string>>[]>): void {
+    this.sources.push(source);
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The Prometheus text of this registry and its sources, counters and histograms summed. */
+  async text(): Promise<string> {
+    if (this.sources.length === 0) return this.registry.metrics();
+    const all = await Promise.all([this.registry.getMetricsAsJSON(), ...this.sources.map((s) => s())]);
+    return AggregatorRegistry.aggregate(all).metrics();
+  }
+
+  private sharedGauges(db: Db, now: () => number): void {
     // Queue depth and dead letters are read from the database at scrape time: they are shared state
     // across processes, not something one process counts.
     const depth = new Gauge({

@@ -5,6 +5,7 @@ import type { Config } from './config.js';
 import { createContext, type Context, type ContextOptions } from './context.js';
 import { startQueueSampler } from './delivery/queue-sampler.js';
 import { startRetention } from './delivery/retention.js';
+import { DeliveryThread } from './delivery/delivery-thread.js';
 import { DeliveryWorker, type WorkerOptions } from './delivery/worker.js';
 import { Emitter } from './events/emit.js';
 import { migrate } from './store/migrations/index.js';
@@ -16,6 +17,11 @@ export interface ServiceOptions extends ContextOptions {
   /** Bind a port; tests that use `app.inject` leave it off. */
   listen?: boolean;
   workerOptions?: WorkerOptions;
+  /**
+   * Run the delivery worker in a worker thread of its own, so delivery never shares the API's event
+   * loop (`hookline serve`). Off: in this thread (tests that look inside the worker).
+   */
+  deliveryThread?: boolean;
   /** Grace for attempts in flight at shutdown. */
   shutdownGraceMs?: number;
 }
@@ -41,7 +47,15 @@ export async function startService(config: Config, options: ServiceOptions): Pro
       const port = options.api ? config.port : config.workerAdminPort;
       address = await app.listen({ port, host: config.host });
     }
-    const worker = options.worker ? new DeliveryWorker(ctx, options.workerOptions) : null;
+    const inThread = options.worker && options.deliveryThread === true;
+    const thread = inThread
+      ? await DeliveryThread.start(config, options.workerOptions ?? {}, ctx.logger)
+      : null;
+    if (thread) {
+      await ctx.signal.onWake(() => thread.wake());
+      ctx.metrics.addSource(() => thread.metrics());
+    }
+    const worker = options.worker && !inThread ? new DeliveryWorker(ctx, options.workerOptions) : null;
     await worker?.start();
     const stopSampler = worker ? startQueueSampler(ctx) : () => {};
     const stopRetention = worker ? startRetention(ctx) : () => {};
@@ -52,6 +66,7 @@ export async function startService(config: Config, options: ServiceOptions): Pro
         stopRetention();
         await app.close();
         await worker?.stop(options.shutdownGraceMs ?? 10_000);
+        await thread?.stop(options.shutdownGraceMs ?? 10_000);
         await ctx.signal.close();
         await ctx.db.close();
       })());

@@ -29,7 +29,12 @@ export function registerServerCommands(program: Command, config: Config): void {
     .description('run the API, the console and (unless --no-worker) the delivery workers')
     .option('--no-worker', 'API only: leave delivery to `hookline worker` processes')
     .action(async (options: { worker: boolean }) => {
-      const service = await startService(config, { api: true, worker: options.worker, listen: true });
+      const service = await startService(config, {
+        api: true,
+        worker: options.worker,
+        deliveryThread: true,
+        listen: true,
+      });
       closeOnSignals(service);
       service.ctx.logger.info(
         { address: service.address, worker: options.worker, database: config.databaseUrl.split(':')[0] },

@@ -1,8 +1,10 @@
-// Process roles as an operator runs them: `serve --no-worker` and `worker`, their health routes, and a
-// clean exit on SIGTERM.
+// Process roles as an operator runs them: `serve` (delivery in its own thread), `serve --no-worker` and
+// `worker`, their health routes, and a clean exit on SIGTERM.
 import { afterEach, describe, expect, it } from 'vitest';
 import { startProcess, type RunningProcess } from '../helpers/process.js';
+import { eventually, startReceiver } from '../helpers/receiver.js';
 import { testEnv } from '../helpers/service.js';
+import { runCli } from '../helpers/process.js';
 import { STORE_KINDS, createTestDatabase } from '../helpers/stores.js';
 
 describe.each(STORE_KINDS)('process roles on %s', (kind) => {
@@ -21,6 +23,41 @@ describe.each(STORE_KINDS)('process roles on %s', (kind) => {
     expect(await (await fetch(`${worker.address}/metrics`)).text()).toContain('hookline_queue_depth');
     expect((await fetch(`${worker.address}/v1/webhooks`)).status).toBe(404);
     expect(await worker.kill('SIGTERM')).toBe(0);
+  });
+
+  it('serve delivers from its delivery thread, counts those attempts on /metrics, and exits 0 on SIGTERM', async () => {
+    const database = await createTestDatabase(kind);
+    cleanup.push(() => database.drop());
+    const env = testEnv(database);
+    const receiver = await startReceiver();
+    cleanup.push(() => receiver.close());
+    const tenantKey = (
+      await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)
+    ).stdout.trim();
+    const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
+    const serve: RunningProcess = await startProcess(['serve'], env);
+    cleanup.push(() => serve.kill('SIGKILL'));
+    const post = (path: string, key: string, body: unknown) =>
+      fetch(`${serve.address}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    expect((await post('/v1/webhooks', tenantKey, { url: receiver.url, events: ['*'] })).status).toBe(201);
+    for (let i = 0; i < 3; i++) {
+      expect(
+        (await post('/v1/events', producerKey, { tenant_id: 'acme', type: 'user.updated', data: { i } }))
+          .status,
+      ).toBe(202);
+    }
+    await receiver.waitFor(3);
+    // The attempts were made in the delivery thread; the API thread's /metrics adds its figures.
+    await eventually(async () =>
+      /hookline_delivery_attempts_total\{outcome="succeeded"\} 3\b/.test(
+        await (await fetch(`${serve.address}/metrics`)).text(),
+      ),
+    );
+    expect(await serve.kill('SIGTERM')).toBe(0);
   });
 
   it('an API-only server answers the API and exits 0 on SIGTERM', async () => {

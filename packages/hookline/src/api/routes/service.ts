@@ -38,8 +38,8 @@ export function serviceRoutes(ctx: Context): FastifyPluginAsyncTypebox {
       },
     );
     app.get('/metrics', { schema: { tags, summary: 'Prometheus metrics' } }, async (_request, reply) => {
-      const text = await ctx.metrics.registry.metrics();
-      return reply.type(ctx.metrics.registry.contentType).send(text);
+      const text = await ctx.metrics.text();
+      return reply.type(ctx.metrics.contentType).send(text);
     });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   };

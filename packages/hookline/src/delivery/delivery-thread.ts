@@ -1,0 +1,139 @@
+// The delivery work of `hookline serve`, in a worker thread of its own (docs/contract.md §8): fan-out,
+// claims and HTTP attempts never share an event loop with the API's emits, so an emit's latency does
+// not depend on how much delivery is under way. The thread has its own database connection; the main
+// thread wakes it on new work, asks it for its metrics, and stops it. This file is both sides: the
+// handle the main thread uses, and (run as the thread) the loop inside.
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { MetricObjectWithValues, MetricValue } from 'prom-client';
+import type { Config } from '../config.js';
+import { createContext } from '../context.js';
+import { startQueueSampler } from './queue-sampler.js';
+import { startRetention } from './retention.js';
+import { DeliveryWorker, type WorkerOptions } from './worker.js';
+
+type Metric = MetricObjectWithValues<MetricValue<string>>;
+
+type ToThread = { type: 'wake' } | { type: 'stop'; graceMs: number } | { type: 'metrics'; id: number };
+type FromThread =
+  | { type: 'ready' }
+  | { type: 'failed'; message: string }
+  | { type: 'stopped' }
+  | { type: 'metrics'; id: number; metrics: Metric[] };
+
+interface ThreadData {
+  config: Config;
+  workerOptions: WorkerOptions;
+}
+
+export class DeliveryThread {
+  private readonly worker: Worker;
+  private readonly replies = new Map<number, (metrics: Metric[]) => void>();
+  private nextId = 0;
+  private exited = false;
+  private readonly exit: Promise<void>;
+
+  private constructor(
+    config: Config,
+    workerOptions: WorkerOptions,
+    private readonly logger: Logger,
+  ) {
+    const data: ThreadData = { config, workerOptions };
+    this.worker = new Worker(new URL(import.meta.url), { workerData: data });
+    this.worker.on('message', (m: FromThread) => {
+      if (m.type === 'metrics') {
+        this.replies.get(m.id)?.(m.metrics);
+        this.replies.delete(m.id);
+      }
+    });
+    this.worker.on('error', (err) => this.logger.error({ err }, 'delivery thread crashed'));
+    this.exit = new Promise((resolve) =>
+      this.worker.once('exit', () => {
+        this.exited = true;
+        for (const reply of this.replies.values()) reply([]);
+        this.replies.clear();
+        resolve();
+      }),
+    );
+  }
+
+  /** Starts the thread and resolves once its worker is running. */
+  static async start(config: Config, workerOptions: WorkerOptions, logger: Logger): Promise<DeliveryThread> {
+    const thread = new DeliveryThread(config, workerOptions, logger);
+    await new Promise<void>((resolve, reject) => {
+      thread.worker.on('message', (m: FromThread) => {
+        if (m.type === 'ready') resolve();
+        if (m.type === 'failed') reject(new Error(`delivery thread could not start: ${m.message}`));
+      });
+      void thread.exit.then(() => reject(new Error('delivery thread exited during start-up')));
+    });
+    return thread;
+  }
+
+  private send(message: ToThread): void {
+    if (!this.exited) this.worker.postMessage(message);
+  }
+
+  /** New work may be waiting (an emit, a replay, a re-enabled endpoint). */
+  wake(): void {
+    this.send({ type: 'wake' });
+  }
+
+  /** The thread's own counters and histograms, for /metrics. */
+  metrics(): Promise<Metric[]> {
+    if (this.exited) return Promise.resolve([]);
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.replies.set(id, resolve);
+      this.send({ type: 'metrics', id });
+    });
+  }
+
+  /** Lets attempts in flight finish until `graceMs` (as DeliveryWorker.stop), then ends the thread. */
+  async stop(graceMs: number): Promise<void> {
+    this.send({ type: 'stop', graceMs });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.exit, new Promise((r) => (timer = setTimeout(r, graceMs + 10_000)))]);
+    clearTimeout(timer);
+    if (!this.exited) await this.worker.terminate();
+  }
+}
+
+/** Inside the thread: run the worker until told to stop. */
+async function runThread(port: NonNullable<typeof parentPort>, data: ThreadData): Promise<void> {
+  const post = (m: FromThread) => port.postMessage(m);
+  let ctx;
+  try {
+    ctx = await createContext(data.config, { sharedMetrics: false, processMetrics: false });
+  } catch (err) {
+    post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
+    return;
+  }
+  const worker = new DeliveryWorker(ctx, data.workerOptions);
+  await worker.start();
+  const stopSampler = startQueueSampler(ctx);
+  const stopRetention = startRetention(ctx);
+  port.on('message', (m: ToThread) => {
+    if (m.type === 'wake') ctx.signal.notify();
+    else if (m.type === 'metrics') {
+      void ctx.metrics.registry
+        .getMetricsAsJSON()
+        .then((metrics) => post({ type: 'metrics', id: m.id, metrics: metrics as Metric[] }));
+    } else if (m.type === 'stop') {
+      void (async () => {
+        stopSampler();
+        stopRetention();
+        await worker.stop(m.graceMs);
+        await ctx.signal.close();
+        await ctx.db.close();
+        post({ type: 'stopped' });
+        port.close();
+      })();
+    }
+  });
+  post({ type: 'ready' });
+}
+
+if (!isMainThread && parentPort && (workerData as ThreadData | undefined)?.config) {
+  void runThread(parentPort, workerData as ThreadData);
+}

@@ -28,6 +28,8 @@ export interface ContextOptions {
   clock?: Clock;
   /** Process-wide metrics (CPU, memory) on /metrics; off in tests that run many services in one process. */
   processMetrics?: boolean;
+  /** The SQLite write lock of the thread that started this one (store/sqlite/thread-lock.ts). */
+  sqliteThreadLock?: SharedArrayBuffer;
   /** Collect the figures read from the database (queue depth); off in the delivery thread. */
   sharedMetrics?: boolean;
 }
@@ -46,7 +48,12 @@ export function createLogger(config: Config, fd: 1 | 2 = 1): Logger {
 
 export async function createContext(config: Config, options: ContextOptions = {}): Promise<Context> {
   const keyBase64 = config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir ?? './data');
-  const db = options.db ?? (await openDb(config.databaseUrl, { synchronous: config.sqliteSynchronous }));
+  const db =
+    options.db ??
+    (await openDb(config.databaseUrl, {
+      synchronous: config.sqliteSynchronous,
+      ...(options.sqliteThreadLock ? { threadLock: options.sqliteThreadLock } : {}),
+    }));
   const logger = options.logger ?? createLogger(config);
   const clock = options.clock ?? Date.now;
   return {

@@ -49,7 +49,7 @@ export async function startService(config: Config, options: ServiceOptions): Pro
     }
     const inThread = options.worker && options.deliveryThread === true;
     const thread = inThread
-      ? await DeliveryThread.start(config, options.workerOptions ?? {}, ctx.logger)
+      ? await DeliveryThread.start(config, options.workerOptions ?? {}, ctx.db, ctx.logger)
       : null;
     if (thread) {
       await ctx.signal.onWake(() => thread.wake());

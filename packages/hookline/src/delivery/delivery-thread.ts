@@ -8,6 +8,8 @@ import type { Logger } from 'pino';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { Config } from '../config.js';
 import { createContext } from '../context.js';
+import type { Db } from '../store/db.js';
+import { SqliteDb } from '../store/sqlite/sqlite-db.js';
 import { startQueueSampler } from './queue-sampler.js';
 import { startRetention } from './retention.js';
 import { DeliveryWorker, type WorkerOptions } from './worker.js';
@@ -24,6 +26,8 @@ type FromThread =
 interface ThreadData {
   config: Config;
   workerOptions: WorkerOptions;
+  /** The API thread's SQLite write lock, so the two connections take turns (store/sqlite/thread-lock.ts). */
+  sqliteThreadLock: SharedArrayBuffer | null;
 }
 
 export class DeliveryThread {
@@ -36,9 +40,11 @@ export class DeliveryThread {
   private constructor(
     config: Config,
     workerOptions: WorkerOptions,
+    db: Db,
     private readonly logger: Logger,
   ) {
-    const data: ThreadData = { config, workerOptions };
+    const sqliteThreadLock = db instanceof SqliteDb ? db.threadLock.buffer : null;
+    const data: ThreadData = { config, workerOptions, sqliteThreadLock };
     this.worker = new Worker(new URL(import.meta.url), { workerData: data });
     this.worker.on('message', (m: FromThread) => {
       if (m.type === 'metrics') {
@@ -58,8 +64,13 @@ export class DeliveryThread {
   }
 
   /** Starts the thread and resolves once its worker is running. */
-  static async start(config: Config, workerOptions: WorkerOptions, logger: Logger): Promise<DeliveryThread> {
-    const thread = new DeliveryThread(config, workerOptions, logger);
+  static async start(
+    config: Config,
+    workerOptions: WorkerOptions,
+    db: Db,
+    logger: Logger,
+  ): Promise<DeliveryThread> {
+    const thread = new DeliveryThread(config, workerOptions, db, logger);
     await new Promise<void>((resolve, reject) => {
       thread.worker.on('message', (m: FromThread) => {
         if (m.type === 'ready') resolve();
@@ -104,7 +115,11 @@ async function runThread(port: NonNullable<typeof parentPort>, data: ThreadData)
   const post = (m: FromThread) => port.postMessage(m);
   let ctx;
   try {
-    ctx = await createContext(data.config, { sharedMetrics: false, processMetrics: false });
+    ctx = await createContext(data.config, {
+      sharedMetrics: false,
+      processMetrics: false,
+      ...(data.sqliteThreadLock ? { sqliteThreadLock: data.sqliteThreadLock } : {}),
+    });
   } catch (err) {
     post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
     return;

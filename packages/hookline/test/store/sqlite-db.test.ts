@@ -62,4 +62,26 @@ describe('SqliteDb', () => {
     const rows = await db.all<{ n: number }>('SELECT n FROM t WHERE n = $1 OR n = $1 ORDER BY n', [2]);
     expect(rows).toEqual([{ n: 2 }, { n: 2 }]);
   });
+
+  it('takes turns with another connection sharing its thread lock instead of stalling in SQLite’s busy wait', async () => {
+    // The delivery thread's connection shares the API thread's lock (store/sqlite/thread-lock.ts). Here
+    // both live in one thread: without the shared lock the second BEGIN IMMEDIATE would block this
+    // thread in SQLite's busy handler while the first transaction cannot finish, and fail after 5 s.
+    const other = new SqliteDb(path.join(dir, 'x.db'), { threadLock: db.threadLock.buffer });
+    const order: string[] = [];
+    const first = db.transaction(async (tx) => {
+      await tx.run('INSERT INTO t (n) VALUES (1)');
+      await tick(50);
+      order.push('first commits');
+    });
+    await tick(5);
+    const second = other.transaction(async (tx) => {
+      order.push('second starts');
+      await tx.run('INSERT INTO t (n) VALUES (2)');
+    });
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first commits', 'second starts']);
+    expect(await other.all('SELECT n FROM t ORDER BY n')).toEqual([{ n: 1 }, { n: 2 }]);
+    await other.close();
+  });
 });

@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Db, Queryable, SqlValue } from '../db.js';
+import { ThreadLock } from './thread-lock.js';
 
 interface Prepared {
   stmt: Database.Statement;
@@ -18,6 +19,8 @@ export interface SqliteOptions {
    * `full`: every commit waits for the disk (docs/configuration.md, HOOKLINE_SQLITE_SYNCHRONOUS).
    */
   synchronous?: 'normal' | 'full';
+  /** The write lock of another thread's connection to the same file (store/sqlite/thread-lock.ts). */
+  threadLock?: SharedArrayBuffer;
 }
 
 export class SqliteDb implements Db {
@@ -26,6 +29,8 @@ export class SqliteDb implements Db {
   private readonly cache = new Map<string, Prepared>();
   private lock: Promise<void> = Promise.resolve();
   private locked = false;
+  /** Shared with the other threads of this process that write the same file; pass its buffer on. */
+  readonly threadLock: ThreadLock;
 
   constructor(file: string, options: SqliteOptions = {}) {
     if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
@@ -34,6 +39,7 @@ export class SqliteDb implements Db {
     this.conn.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     this.conn.pragma('busy_timeout = 5000');
     this.conn.pragma('foreign_keys = ON');
+    this.threadLock = new ThreadLock(options.threadLock);
   }
 
   private prepare(sql: string): Prepared {
@@ -75,7 +81,9 @@ export class SqliteDb implements Db {
   // transaction may have started in between, and a statement must never run inside it.
   async all<T>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
     while (this.locked) await this.lock;
-    return this.exec<T>(sql, params, 'all') as T[];
+    // Reads run at once (WAL readers never wait); a write goes through the write lock like a transaction.
+    if (this.prepare(sql).stmt.readonly) return this.exec<T>(sql, params, 'all') as T[];
+    return this.transaction((tx) => tx.all<T>(sql, params));
   }
 
   async one<T>(sql: string, params: readonly SqlValue[] = []): Promise<T | undefined> {
@@ -84,7 +92,8 @@ export class SqliteDb implements Db {
 
   async run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
     while (this.locked) await this.lock;
-    return this.exec(sql, params, 'run') as number;
+    if (this.prepare(sql).stmt.readonly) return this.exec(sql, params, 'run') as number;
+    return this.transaction((tx) => tx.run(sql, params));
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -92,7 +101,10 @@ export class SqliteDb implements Db {
     let release!: () => void;
     this.locked = true;
     this.lock = new Promise<void>((resolve) => (release = resolve));
+    let threadLocked = false;
     try {
+      await this.threadLock.acquire();
+      threadLocked = true;
       // IMMEDIATE takes the write lock up front, so another process sharing the file waits
       // (busy_timeout) instead of failing half-way through.
       this.prepare('BEGIN IMMEDIATE').stmt.run();
@@ -105,6 +117,7 @@ export class SqliteDb implements Db {
         throw err;
       }
     } finally {
+      if (threadLocked) this.threadLock.release();
       this.locked = false;
       release();
     }

@@ -1,6 +1,6 @@
 // Composes a running hookline: context, migrations, the HTTP API and/or the delivery worker.
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from './api/app.js';
+import { startHealthServer, type HealthServer } from './api/health-server.js';
 import type { Config } from './config.js';
 import { createContext, type Context, type ContextOptions } from './context.js';
 import { startQueueSampler } from './delivery/queue-sampler.js';
@@ -28,7 +28,8 @@ export interface ServiceOptions extends ContextOptions {
 
 export interface Service {
   ctx: Context;
-  app: FastifyInstance;
+  /** The API (null for a worker, which serves only health routes). */
+  app: FastifyInstance | null;
   emitter: Emitter;
   worker: DeliveryWorker | null;
   /** Where the HTTP listener is, when listening. */
@@ -41,11 +42,15 @@ export async function startService(config: Config, options: ServiceOptions): Pro
   try {
     await migrate(ctx.db, (message) => ctx.logger.info(message));
     const emitter = new Emitter(ctx);
-    const app = await buildApp(ctx, { emitter, apiRoutes: options.api });
+    // The API's framework is loaded only where there is an API: a worker starts without it.
+    const app = options.api ? (await import('./api/app.js')).buildApp(ctx, { emitter }) : null;
+    const api = app ? await app : null;
     let address: string | null = null;
-    if (options.listen) {
-      const port = options.api ? config.port : config.workerAdminPort;
-      address = await app.listen({ port, host: config.host });
+    let health: HealthServer | null = null;
+    if (options.listen && api) address = await api.listen({ port: config.port, host: config.host });
+    else if (options.listen) {
+      health = await startHealthServer(ctx, config.workerAdminPort, config.host);
+      address = health.address;
     }
     const inThread = options.worker && options.deliveryThread === true;
     const thread = inThread
@@ -64,13 +69,14 @@ export async function startService(config: Config, options: ServiceOptions): Pro
       (closing ??= (async () => {
         stopSampler();
         stopRetention();
-        await app.close();
+        await api?.close();
+        await health?.close();
         await worker?.stop(options.shutdownGraceMs ?? 10_000);
         await thread?.stop(options.shutdownGraceMs ?? 10_000);
         await ctx.signal.close();
         await ctx.db.close();
       })());
-    return { ctx, app, emitter, worker, address, close };
+    return { ctx, app: api, emitter, worker, address, close };
   } catch (err) {
     await ctx.signal.close();
     await ctx.db.close();

@@ -23,8 +23,6 @@ const addFormats = formatsPlugin as unknown as (ajv: Ajv) => Ajv;
 
 export interface AppOptions {
   emitter: Emitter;
-  /** False for `hookline worker`, which serves only the health and metrics routes. */
-  apiRoutes?: boolean;
   /** Extra route plugins (admin API, console) mounted by later layers. */
   plugins?: ((app: FastifyInstance) => Promise<void>)[];
 }
@@ -93,13 +91,11 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
   registerErrorHandling(app);
   registerAuth(app, ctx);
   await app.register(serviceRoutes(ctx));
-  if (options.apiRoutes ?? true) {
-    await app.register(webhookRoutes(ctx));
-    await app.register(eventRoutes(ctx, options.emitter));
-    await app.register(adminRoutes(ctx));
-    await app.register(consoleRoutes());
-    for (const plugin of options.plugins ?? []) await app.register(plugin);
-  }
+  await app.register(webhookRoutes(ctx));
+  await app.register(eventRoutes(ctx, options.emitter));
+  await app.register(adminRoutes(ctx));
+  await app.register(consoleRoutes());
+  for (const plugin of options.plugins ?? []) await app.register(plugin);
   await app.ready();
   return app;
 }

@@ -124,7 +124,7 @@ describe.each(STORE_KINDS)('service routes on %s', (kind) => {
         for (const method of Object.keys(operations).filter((m) => HTTP_METHODS.includes(m))) {
           const url = path.replace(/\{(\w+)\}/g, ':$1');
           expect(
-            t.service.app.hasRoute({ method: method.toUpperCase() as 'GET', url }),
+            t.service.app!.hasRoute({ method: method.toUpperCase() as 'GET', url }),
             `${method} ${path}`,
           ).toBe(true);
         }

@@ -105,8 +105,8 @@ describe('operator console in a browser', () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     t = await startTestService('sqlite', { worker: true, env: { HOOKLINE_MAX_RETRIES: '1' } });
-    await t.service.app.listen({ port: 0, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${(t.service.app.server.address() as AddressInfo).port}`;
+    await t.service.app!.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(t.service.app!.server.address() as AddressInfo).port}`;
 
     // acme: an endpoint that fails until it is fixed (its dead letters are the subject), a healthy
     // one, one that fails and is then deleted (its dead letter cannot be replayed), and one that

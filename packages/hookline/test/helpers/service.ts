@@ -64,7 +64,7 @@ export async function startTestService(
     producer: await keyFor('producer'),
     instance_manager: await keyFor('instance_manager'),
   };
-  const inject = (o: InjectOptions) => service.app.inject(o);
+  const inject = (o: InjectOptions) => service.app!.inject(o);
   return {
     service,
     database,

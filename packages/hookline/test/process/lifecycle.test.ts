@@ -21,7 +21,12 @@ describe.each(STORE_KINDS)('process roles on %s', (kind) => {
     expect((await fetch(`${worker.address}/healthz`)).status).toBe(200);
     expect(await (await fetch(`${worker.address}/readyz`)).json()).toEqual({ status: 'ready' });
     expect(await (await fetch(`${worker.address}/metrics`)).text()).toContain('hookline_queue_depth');
-    expect((await fetch(`${worker.address}/v1/webhooks`)).status).toBe(404);
+    const missing = await fetch(`${worker.address}/v1/webhooks`);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ error: { code: 'not_found' } });
+    const posted = await fetch(`${worker.address}/healthz`, { method: 'POST' });
+    expect(posted.status).toBe(405);
+    expect(await posted.json()).toMatchObject({ error: { code: 'method_not_allowed' } });
     expect(await worker.kill('SIGTERM')).toBe(0);
   });
 

@@ -45,6 +45,14 @@ export function newId(kind: IdKind, now: number = Date.now()): string {
   return ID_PREFIX[kind] + encodeTime(now) + encodeRandom();
 }
 
+/**
+ * The smallest id of `kind` created at `ms`: every id created earlier sorts below it, so a primary-key
+ * range finds rows by age without an index on a time column.
+ */
+export function idAt(kind: IdKind, ms: number): string {
+  return ID_PREFIX[kind] + encodeTime(ms);
+}
+
 export function isId(kind: IdKind, value: string): boolean {
   const prefix = ID_PREFIX[kind];
   return value.startsWith(prefix) && BODY.test(value.slice(prefix.length));

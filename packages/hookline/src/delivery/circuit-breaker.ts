@@ -20,7 +20,9 @@ export const DISABLE_FAILING_ENDPOINT_AFTER_MS = 5 * 24 * 60 * 60 * 1000;
 
 export interface HealthInput {
   /** Endpoints with a recorded success in this flush. */
-  healthy: readonly string[];
+  succeeded: readonly string[];
+  /** Of those, the ones that were failing or had an open circuit when claimed: their health is restored. */
+  restore: readonly string[];
   /** Endpoints with a recorded failure (other than 410). */
   failing: readonly string[];
   /** Endpoints that answered 410 Gone: they ask not to be called again. */
@@ -41,11 +43,12 @@ export async function recordEndpointHealth(
   now: number,
   breakAfterMs: number,
 ): Promise<HealthChanges> {
-  const healthy = [...new Set(input.healthy)].sort();
-  await markEndpointsHealthy(q, healthy);
-  const closed = await closeCircuits(q, healthy);
+  const restore = [...new Set(input.restore)].sort();
+  await markEndpointsHealthy(q, restore);
+  const closed = await closeCircuits(q, restore);
   const disabledGone = await disableEndpoints(q, input.gone, 'the endpoint answered 410 Gone', now);
-  const failing = [...new Set(input.failing)].filter((id) => !healthy.includes(id));
+  const succeeded = new Set(input.succeeded);
+  const failing = [...new Set(input.failing)].filter((id) => !succeeded.has(id));
   const disabledFailing = await markEndpointsFailing(q, failing, now, DISABLE_FAILING_ENDPOINT_AFTER_MS);
   const opened = await openCircuits(q, failing, now, breakAfterMs);
   await pauseQueues(

@@ -186,7 +186,11 @@ export class OutcomeWriter {
       const health = await recordEndpointHealth(
         tx,
         {
-          healthy: recorded.filter((o) => o.kind === 'succeeded').map((o) => o.delivery.endpoint_id),
+          succeeded: recorded.filter((o) => o.kind === 'succeeded').map((o) => o.delivery.endpoint_id),
+          // Endpoints healthy when claimed have nothing to restore: two statements saved per flush.
+          restore: recorded
+            .filter((o) => o.kind === 'succeeded' && !o.delivery.endpoint_healthy)
+            .map((o) => o.delivery.endpoint_id),
           failing: recorded
             .filter((o) => o.kind !== 'succeeded' && !o.gone)
             .map((o) => o.delivery.endpoint_id),

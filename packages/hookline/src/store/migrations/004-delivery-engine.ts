@@ -48,9 +48,8 @@ export function statements(dialect: Dialect): string[] {
     'DROP INDEX deliveries_due',
     // Every status change rewrote this index; the partial ones above and below serve its readers.
     'DROP INDEX deliveries_by_endpoint',
-    `CREATE INDEX deliveries_finished ON deliveries (completed_at)
-       WHERE status IN ('succeeded', 'dead', 'cancelled')`,
-    `CREATE INDEX messages_by_created ON messages (created_at)`,
+    // Retention keeps the messages dead letters can replay; it asks for each message it prunes.
+    `CREATE INDEX dead_letters_by_message ON dead_letters (message_id)`,
     // How far a message's fan-out has come: the last endpoint id done, so a message with thousands of
     // subscribers is fanned out in bounded transactions.
     'ALTER TABLE messages ADD COLUMN fanout_cursor TEXT',

@@ -53,7 +53,8 @@ WITH ready AS (
   WHERE q.endpoint_id = n.endpoint_id AND q.endpoint_id = ANY(ARRAY(SELECT endpoint_id FROM ready))
 )
 SELECT c.id, c.message_id, c.endpoint_id, c.tenant_id, c.event_type, c.attempts, c.first_headers, c.replay_of,
-  m.payload, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at
+  m.payload, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
+  (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy
 FROM claimed c JOIN messages m ON m.id = c.message_id JOIN endpoints e ON e.id = c.endpoint_id`;
 
 export async function claimPostgres(db: Db, o: ClaimOptions): Promise<ClaimedAttempt[]> {

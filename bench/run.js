@@ -10,9 +10,13 @@ import { execSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { CASES, scale } from './lib/cases.js';
+import { ensureBenchDeps } from './lib/bench-deps.js';
 import { cleanupAll, installExitHandlers, killAll } from './lib/processes.js';
 import { fmt, median, now } from './lib/stats.js';
+
+// The baselines' packages are installed on first use (lib/bench-deps.js), before the cases load them.
+ensureBenchDeps((m) => process.stderr.write(`${m}\n`));
+const { CASES, scale } = await import('./lib/cases.js');
 
 function parseArgs(argv) {
   const args = { quick: false, only: null, repeat: 1, skipMemory: false };

@@ -4,12 +4,14 @@
 // Pool, signing each attempt; retries with BullMQ's exponential backoff (17 attempts); completed
 // jobs removed. Each run uses a fresh queue name and obliterates the queue afterwards.
 import { randomBytes } from 'node:crypto';
-import { Queue, Worker } from 'bullmq';
+import { importBenchDep } from './bench-deps.js';
 import { Pool } from 'undici';
 import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
 import { awaitDeliveries } from './subscriber.js';
 import { deliveryBody, eventData, newSecret, signedHeaders } from './payload.js';
 import { Samples, now, summarize } from './stats.js';
+
+const { Queue, Worker } = await importBenchDep('bullmq');
 
 const connection = {
   host: process.env.BENCH_REDIS_HOST ?? '127.0.0.1',

@@ -3,7 +3,12 @@
 // outcomes"). Every write is fenced by the attempt number.
 import type { Context } from '../context.js';
 import { insertDeadLetters, recordReplayDeaths, type DeadLetterRow } from '../store/dead-letters.js';
-import { completeDeliveries, failDeliveries, type ClaimedAttempt } from '../store/deliveries.js';
+import {
+  completeDeliveries,
+  failDeliveries,
+  recordSuccesses,
+  type ClaimedAttempt,
+} from '../store/deliveries.js';
 import { BUCKET_MS, addStats, type StatsIncrement } from '../store/delivery-stats.js';
 import { lockQueues, settleQueues, type QueueSettlement } from '../store/endpoint-queues.js';
 import { recordEndpointHealth } from './circuit-breaker.js';
@@ -121,6 +126,25 @@ export class OutcomeWriter {
 
   private async write(batch: readonly Outcome[]): Promise<void> {
     const { config, logger } = this.ctx;
+    // The usual flush: every attempt succeeded at an endpoint that was healthy. Nothing to restore,
+    // no dead letters, no retries: the store records it in one statement (PostgreSQL).
+    if (batch.every((o) => o.kind === 'succeeded' && o.delivery.endpoint_healthy)) {
+      const rows = await recordSuccesses(
+        this.ctx.db,
+        batch.map((o) => ({
+          id: o.delivery.id,
+          attempt: o.delivery.attempts,
+          status: o.kind === 'succeeded' ? o.status : 0,
+          endpoint_id: o.delivery.endpoint_id,
+          tenant_id: o.delivery.tenant_id,
+          fast: o.signal === 'fast',
+        })),
+        this.ctx.clock(),
+        config.endpointConcurrency,
+      );
+      this.ctx.metrics.deliveries.inc({ outcome: 'succeeded' }, rows.length);
+      return;
+    }
     const byId = new Map(batch.map((o) => [o.delivery.id, o]));
     const successes = batch.filter((o) => o.kind === 'succeeded');
     const failures = batch.filter((o) => o.kind !== 'succeeded');

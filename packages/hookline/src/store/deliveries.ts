@@ -4,7 +4,16 @@
 // worker whose lease expired cannot overwrite a newer attempt of the same delivery. Each transition
 // keeps the endpoint queues' counters in step (store/endpoint-queues.ts).
 import { forUpdate, jsonRecords, placeholders, type Db, type Queryable, type SqlValue } from './db.js';
-import { arrivalsOf, clearQueue, enqueue, lockQueues, settleQueues } from './endpoint-queues.js';
+import { BUCKET_MS, addStats, type StatsIncrement } from './delivery-stats.js';
+import {
+  arrivalsOf,
+  clearQueue,
+  enqueue,
+  lockQueues,
+  settleQueues,
+  type QueueSettlement,
+} from './endpoint-queues.js';
+import { recordSuccessesPostgres } from './postgres/record-successes.js';
 import { claimPostgres } from './postgres/claim.js';
 import { claimSqlite } from './sqlite/claim.js';
 
@@ -145,6 +154,65 @@ export async function completeDeliveries(
       now,
     ],
   );
+}
+
+/** A success, with what the queue and the statistics need to count it. */
+export interface SuccessRecord extends AttemptRef {
+  status: number;
+  endpoint_id: string;
+  tenant_id: string;
+  /** Answered quickly: credit towards a larger limit (store/endpoint-queues.ts). */
+  fast: boolean;
+}
+
+/**
+ * Records a flush made only of successes at healthy endpoints, with its statistics and queue
+ * settlement: one statement on PostgreSQL, one short transaction on SQLite. Answers the rows the fence
+ * let through.
+ */
+export async function recordSuccesses(
+  db: Db,
+  items: readonly SuccessRecord[],
+  now: number,
+  ceiling: number,
+): Promise<FencedRow[]> {
+  if (items.length === 0) return [];
+  const bucket = Math.floor(now / BUCKET_MS) * BUCKET_MS;
+  if (db.dialect === 'postgres') return recordSuccessesPostgres(db, items, now, bucket, ceiling);
+  return db.transaction(async (tx) => {
+    const rows = await completeDeliveries(tx, items, now);
+    const byId = new Map(items.map((i) => [i.id, i]));
+    const stats = new Map<string, StatsIncrement>();
+    const settlements = new Map<string, QueueSettlement>();
+    for (const row of rows) {
+      const item = byId.get(row.id)!;
+      const s = stats.get(row.endpoint_id) ?? {
+        bucket,
+        endpoint_id: row.endpoint_id,
+        tenant_id: item.tenant_id,
+        succeeded: 0,
+        failed: 0,
+        dead: 0,
+      };
+      s.succeeded += 1;
+      stats.set(row.endpoint_id, s);
+      const q = settlements.get(row.endpoint_id) ?? {
+        endpoint_id: row.endpoint_id,
+        finished: 0,
+        requeued: 0,
+        requeuedDue: null,
+        fast: 0,
+        congested: false,
+        pauseUntil: null,
+      };
+      q.finished += 1;
+      if (item.fast) q.fast += 1;
+      settlements.set(row.endpoint_id, q);
+    }
+    await addStats(tx, stats.values());
+    await settleQueues(tx, [...settlements.values()], ceiling, now);
+    return rows;
+  });
 }
 
 export interface FailedAttempt extends AttemptRef {

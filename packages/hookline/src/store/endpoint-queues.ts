@@ -108,6 +108,42 @@ export const DECREASE_INTERVAL_MS = 1000;
  * adds one, above it the limit grows by one per limit's worth of fast successes; congestion halves
  * it (at most once per DECREASE_INTERVAL_MS) and lowers the threshold to the halved value.
  */
+/**
+ * The assignments of a settlement, reading its figures from `t.item_finished`, `t.item_requeued`,
+ * `t.item_due`, `t.item_fast`, `t.item_congested` and `t.item_pause`, the ceiling from `ceiling` and
+ * the time from `now` (SQL expressions): shared by settleQueues and PostgreSQL's one-statement flush.
+ */
+export function settlementAssignments(d: Queryable['dialect'], ceiling: string, now: string): string {
+  const limit = 'endpoint_queues.concurrency_limit';
+  const credit = 'endpoint_queues.concurrency_credit';
+  const threshold = 'endpoint_queues.slow_start_threshold';
+  const decrease = `(t.item_congested = 1 AND (endpoint_queues.last_decrease_at IS NULL
+    OR endpoint_queues.last_decrease_at <= ${now} - ${DECREASE_INTERVAL_MS}))`;
+  const halved = greatest(d, '1', `${limit} / 2`);
+  const slowStart = `(${limit} < ${threshold})`;
+  const additive = `(${credit} + t.item_fast >= ${limit})`;
+  return `in_flight = ${greatest(d, '0', 'endpoint_queues.in_flight - t.item_finished')},
+       queued = endpoint_queues.queued + t.item_requeued,
+       next_due_at = CASE WHEN t.item_due IS NULL THEN endpoint_queues.next_due_at
+         ELSE ${earlier('endpoint_queues.next_due_at', 't.item_due')} END,
+       concurrency_limit = CASE
+         WHEN ${decrease} THEN ${halved}
+         WHEN t.item_congested = 1 OR t.item_fast = 0 THEN ${least(d, limit, ceiling)}
+         WHEN ${slowStart} THEN ${least(d, `${limit} + t.item_fast`, threshold, ceiling)}
+         WHEN ${additive} THEN ${least(d, `${limit} + 1`, ceiling)}
+         ELSE ${least(d, limit, ceiling)} END,
+       concurrency_credit = CASE
+         WHEN t.item_congested = 1 OR ${slowStart} THEN 0
+         WHEN t.item_fast = 0 THEN ${credit}
+         WHEN ${additive} THEN ${credit} + t.item_fast - ${limit}
+         ELSE ${credit} + t.item_fast END,
+       slow_start_threshold = CASE WHEN ${decrease} THEN ${halved} ELSE ${threshold} END,
+       last_decrease_at = CASE WHEN ${decrease} THEN ${now} ELSE endpoint_queues.last_decrease_at END,
+       paused_until = CASE WHEN t.item_pause IS NOT NULL
+         AND (endpoint_queues.paused_until IS NULL OR t.item_pause > endpoint_queues.paused_until)
+         THEN t.item_pause ELSE endpoint_queues.paused_until END`;
+}
+
 export async function settleQueues(
   q: Queryable,
   settlements: readonly QueueSettlement[],
@@ -125,40 +161,12 @@ export async function settleQueues(
     item_congested: 'int',
     item_pause: 'bigint',
   });
-  const limit = 'endpoint_queues.concurrency_limit';
-  const credit = 'endpoint_queues.concurrency_credit';
-  const threshold = 'endpoint_queues.slow_start_threshold';
-  const decrease = `(t.item_congested = 1 AND (endpoint_queues.last_decrease_at IS NULL
-    OR endpoint_queues.last_decrease_at <= CAST($3 AS BIGINT) - ${DECREASE_INTERVAL_MS}))`;
-  const halved = greatest(d, '1', `${limit} / 2`);
-  const slowStart = `(${limit} < ${threshold})`;
-  const additive = `(${credit} + t.item_fast >= ${limit})`;
   await q.run(
     `WITH locked AS (
        SELECT endpoint_id FROM endpoint_queues
        WHERE endpoint_id IN (SELECT item_endpoint FROM ${items}) ORDER BY endpoint_id ${forUpdate(d)}
      )
-     UPDATE endpoint_queues SET
-       in_flight = ${greatest(d, '0', 'endpoint_queues.in_flight - t.item_finished')},
-       queued = endpoint_queues.queued + t.item_requeued,
-       next_due_at = CASE WHEN t.item_due IS NULL THEN endpoint_queues.next_due_at
-         ELSE ${earlier('endpoint_queues.next_due_at', 't.item_due')} END,
-       concurrency_limit = CASE
-         WHEN ${decrease} THEN ${halved}
-         WHEN t.item_congested = 1 OR t.item_fast = 0 THEN ${least(d, limit, '$2')}
-         WHEN ${slowStart} THEN ${least(d, `${limit} + t.item_fast`, threshold, '$2')}
-         WHEN ${additive} THEN ${least(d, `${limit} + 1`, '$2')}
-         ELSE ${least(d, limit, '$2')} END,
-       concurrency_credit = CASE
-         WHEN t.item_congested = 1 OR ${slowStart} THEN 0
-         WHEN t.item_fast = 0 THEN ${credit}
-         WHEN ${additive} THEN ${credit} + t.item_fast - ${limit}
-         ELSE ${credit} + t.item_fast END,
-       slow_start_threshold = CASE WHEN ${decrease} THEN ${halved} ELSE ${threshold} END,
-       last_decrease_at = CASE WHEN ${decrease} THEN CAST($3 AS BIGINT) ELSE endpoint_queues.last_decrease_at END,
-       paused_until = CASE WHEN t.item_pause IS NOT NULL
-         AND (endpoint_queues.paused_until IS NULL OR t.item_pause > endpoint_queues.paused_until)
-         THEN t.item_pause ELSE endpoint_queues.paused_until END
+     UPDATE endpoint_queues SET ${settlementAssignments(d, '$2', 'CAST($3 AS BIGINT)')}
      FROM ${items}
      WHERE endpoint_queues.endpoint_id = t.item_endpoint
        AND endpoint_queues.endpoint_id IN (SELECT endpoint_id FROM locked)`,

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   cancelForEndpoint,
   completeDeliveries,
+  recordSuccesses,
   failDeliveries,
   reapExpiredLeases,
   releaseDeliveries,
@@ -257,6 +258,42 @@ describe.each(STORE_KINDS)('delivery queue transitions on %s', (kind) => {
       expect(await completeDeliveries(db, [{ id: d0!, attempt: 1, status: 500 }], T0 + 30)).toEqual([]);
       expect((await deliveriesOf(db, [d0!]))[0]).toMatchObject({ last_status: 200, completed_at: T0 + 20 });
       expect(await completeDeliveries(db, [{ id: d1!, attempt: 2, status: 200 }], T0 + 30)).toHaveLength(1);
+    });
+
+    it('records a flush of successes with its statistics and queue settlement, fenced', async () => {
+      const { db } = store;
+      await addEndpoint(db, 'ep-a');
+      const [d0, d1, d2] = await addDeliveries(db, 'ep-a', [T0 - 30, T0 - 20, T0 - 10]);
+      expect(idsOf(await claimAt(db, T0))).toEqual([d0, d1, d2]);
+      const item = (id: string, attempt: number, fast: boolean) => ({
+        id,
+        attempt,
+        status: 204,
+        endpoint_id: 'ep-a',
+        tenant_id: 'acme',
+        fast,
+      });
+      const written = await recordSuccesses(
+        db,
+        [item(d0!, 1, true), item(d1!, 0, true), item(d2!, 1, false)], // d1: a stale attempt number
+        T0 + 20,
+        CEILING,
+      );
+      expect(idsOf(written).sort()).toEqual([d0, d2].sort());
+      expect((await deliveriesOf(db, [d0!, d1!, d2!])).map((d) => d.status)).toEqual([
+        'succeeded',
+        'delivering',
+        'succeeded',
+      ]);
+      // In flight down by the two recorded; one fast success: slow start adds one to the limit.
+      expect(await queueOf(db, 'ep-a')).toMatchObject({ in_flight: 1, queued: 0, concurrency_limit: 9 });
+      const stats = await db.all<{ succeeded: number; failed: number }>(
+        "SELECT succeeded, failed FROM delivery_stats WHERE endpoint_id = 'ep-a'",
+      );
+      expect(stats.map((r) => [Number(r.succeeded), Number(r.failed)])).toEqual([[2, 0]]);
+      // The same flush again changes nothing: the fence lets no row through twice.
+      expect(await recordSuccesses(db, [item(d0!, 1, true)], T0 + 30, CEILING)).toEqual([]);
+      expect(await queueOf(db, 'ep-a')).toMatchObject({ in_flight: 1, concurrency_limit: 9 });
     });
 
     it('fail schedules a retry or kills the delivery, fenced, keeping the first headers', async () => {

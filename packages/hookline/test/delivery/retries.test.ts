@@ -227,6 +227,29 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
     expect(gap).toBeLessThan(3000);
   });
 
+  it('counts the backoff from the end of a failed attempt, not its start', async () => {
+    // A 1 s time-out and a 1 s base: counted from the start, the retry would be due 0.75–1.25 s after
+    // the request, before or just as the attempt is recorded; from the end it is at least 1.75 s.
+    t = await startTestService(kind, {
+      worker: true,
+      env: {
+        HOOKLINE_DELIVERY_TIMEOUT_MS: '1000',
+        HOOKLINE_RETRY_BASE_MS: '1000',
+        HOOKLINE_RETRY_MAX_MS: '1000',
+        HOOKLINE_MAX_RETRIES: '1',
+      },
+    });
+    r = await startReceiver(() => ({ hang: true }));
+    await createEndpoint(t, r.url, ['user.*']);
+    const hookId = await emit(t, 'user.updated', { userId: 'user_end' });
+    const [req] = await r.waitFor(1);
+    const row = await eventually(async () =>
+      (await deliveriesOf(t!, hookId)).find((d) => d.status === 'pending' && d.attempts === 1),
+    );
+    expect(row.last_error).toBe('timed out after 1000 ms');
+    expect(Number(row.next_attempt_at) - req!.at).toBeGreaterThanOrEqual(1000 + 750);
+  });
+
   it('with HOOKLINE_MAX_RETRIES=0 the first failure is final and keeps its own headers', async () => {
     t = await startTestService(kind, { worker: true, env: { HOOKLINE_MAX_RETRIES: '0' } });
     r = await startReceiver(() => ({ status: 400, body: 'bad' }));

@@ -9,8 +9,8 @@ import {
   recordSuccesses,
   type ClaimedAttempt,
 } from '../store/deliveries.js';
-import { BUCKET_MS, addStats, type StatsIncrement } from '../store/delivery-stats.js';
-import { lockQueues, settleQueues, type QueueSettlement } from '../store/endpoint-queues.js';
+import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from '../store/delivery-stats.js';
+import { emptySettlement, lockQueues, settleQueues, type QueueSettlement } from '../store/endpoint-queues.js';
 import { recordEndpointHealth } from './circuit-breaker.js';
 
 const FLUSH_SIZE = 256;
@@ -250,7 +250,7 @@ function tally(recorded: readonly Outcome[], now: number): StatsIncrement[] {
     const d = o.delivery;
     let s = stats.get(d.endpoint_id);
     if (!s) {
-      s = { bucket, endpoint_id: d.endpoint_id, tenant_id: d.tenant_id, succeeded: 0, failed: 0, dead: 0 };
+      s = emptyStats(bucket, d.endpoint_id, d.tenant_id);
       stats.set(d.endpoint_id, s);
     }
     s[o.kind === 'retry' ? 'failed' : o.kind] += 1;
@@ -264,15 +264,7 @@ function settlements(recorded: readonly Outcome[]): QueueSettlement[] {
     const id = o.delivery.endpoint_id;
     let s = byEndpoint.get(id);
     if (!s) {
-      s = {
-        endpoint_id: id,
-        finished: 0,
-        requeued: 0,
-        requeuedDue: null,
-        fast: 0,
-        congested: false,
-        pauseUntil: null,
-      };
+      s = emptySettlement(id);
       byEndpoint.set(id, s);
     }
     s.finished += 1;

@@ -4,10 +4,11 @@
 // worker whose lease expired cannot overwrite a newer attempt of the same delivery. Each transition
 // keeps the endpoint queues' counters in step (store/endpoint-queues.ts).
 import { forUpdate, jsonRecords, placeholders, type Db, type Queryable, type SqlValue } from './db.js';
-import { BUCKET_MS, addStats, type StatsIncrement } from './delivery-stats.js';
+import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from './delivery-stats.js';
 import {
   arrivalsOf,
   clearQueue,
+  emptySettlement,
   enqueue,
   lockQueues,
   settleQueues,
@@ -186,25 +187,10 @@ export async function recordSuccesses(
     const settlements = new Map<string, QueueSettlement>();
     for (const row of rows) {
       const item = byId.get(row.id)!;
-      const s = stats.get(row.endpoint_id) ?? {
-        bucket,
-        endpoint_id: row.endpoint_id,
-        tenant_id: item.tenant_id,
-        succeeded: 0,
-        failed: 0,
-        dead: 0,
-      };
+      const s = stats.get(row.endpoint_id) ?? emptyStats(bucket, row.endpoint_id, item.tenant_id);
       s.succeeded += 1;
       stats.set(row.endpoint_id, s);
-      const q = settlements.get(row.endpoint_id) ?? {
-        endpoint_id: row.endpoint_id,
-        finished: 0,
-        requeued: 0,
-        requeuedDue: null,
-        fast: 0,
-        congested: false,
-        pauseUntil: null,
-      };
+      const q = settlements.get(row.endpoint_id) ?? emptySettlement(row.endpoint_id);
       q.finished += 1;
       if (item.fast) q.fast += 1;
       settlements.set(row.endpoint_id, q);
@@ -273,15 +259,7 @@ async function requeue(
   ceiling: number,
 ): Promise<void> {
   const settlements = arrivalsOf(rows.map((r) => ({ endpoint_id: r.endpoint_id, next_attempt_at: due }))).map(
-    (a) => ({
-      endpoint_id: a.endpoint_id,
-      finished: a.count,
-      requeued: a.count,
-      requeuedDue: a.due,
-      fast: 0,
-      congested: false,
-      pauseUntil: null,
-    }),
+    (a) => ({ ...emptySettlement(a.endpoint_id), finished: a.count, requeued: a.count, requeuedDue: a.due }),
   );
   await settleQueues(q, settlements, ceiling, due);
 }

@@ -13,6 +13,11 @@ export interface StatsIncrement {
   dead: number;
 }
 
+/** Counts of nothing yet for one endpoint and minute, to count a flush's outcomes into. */
+export function emptyStats(bucket: number, endpointId: string, tenantId: string): StatsIncrement {
+  return { bucket, endpoint_id: endpointId, tenant_id: tenantId, succeeded: 0, failed: 0, dead: 0 };
+}
+
 /** Adds a flush's counts, one upsert for all its endpoints, in key order. */
 export async function addStats(q: Queryable, increments: Iterable<StatsIncrement>): Promise<void> {
   const rows = [...increments].sort((a, b) =>

@@ -98,6 +98,19 @@ export interface QueueSettlement {
   pauseUntil: number | null;
 }
 
+/** A settlement of nothing yet, to count a flush's outcomes into. */
+export function emptySettlement(endpointId: string): QueueSettlement {
+  return {
+    endpoint_id: endpointId,
+    finished: 0,
+    requeued: 0,
+    requeuedDue: null,
+    fast: 0,
+    congested: false,
+    pauseUntil: null,
+  };
+}
+
 /** The limit is halved at most once per this long, however many failures report the same congestion. */
 export const DECREASE_INTERVAL_MS = 1000;
 

@@ -9,7 +9,12 @@ import {
   type ClaimedAttempt,
   type DeliveryStatus,
 } from '../../src/store/deliveries.js';
-import { createQueue, type EndpointQueueRow, type QueueSettlement } from '../../src/store/endpoint-queues.js';
+import {
+  createQueue,
+  type EndpointQueueRow,
+  type QueueSettlement,
+  emptySettlement,
+} from '../../src/store/endpoint-queues.js';
 import { migrate } from '../../src/store/migrations/index.js';
 import { createTestDatabase, type StoreKind, type TestDatabase } from '../helpers/stores.js';
 
@@ -200,16 +205,7 @@ export function settlement(
   endpointId: string,
   s: Partial<Omit<QueueSettlement, 'endpoint_id'>>,
 ): QueueSettlement {
-  return {
-    endpoint_id: endpointId,
-    finished: 0,
-    requeued: 0,
-    requeuedDue: null,
-    fast: 0,
-    congested: false,
-    pauseUntil: null,
-    ...s,
-  };
+  return { ...emptySettlement(endpointId), ...s };
 }
 
 /** A claim at `now` with the suites' lease and ceiling unless given. */

@@ -28,7 +28,10 @@ export interface ContextOptions {
   clock?: Clock;
   /** Process-wide metrics (CPU, memory) on /metrics; off in tests that run many services in one process. */
   processMetrics?: boolean;
-  /** The SQLite write lock of the thread that started this one (store/sqlite/thread-lock.ts). */
+  /**
+   * The SQLite write lock of the thread that started this one (store/sqlite/thread-lock.ts). This
+   * thread's connection then also checkpoints the write-ahead log in the background.
+   */
   sqliteThreadLock?: SharedArrayBuffer;
   /** Collect the figures read from the database (queue depth); off in the delivery thread. */
   sharedMetrics?: boolean;
@@ -52,7 +55,9 @@ export async function createContext(config: Config, options: ContextOptions = {}
     options.db ??
     (await openDb(config.databaseUrl, {
       synchronous: config.sqliteSynchronous,
-      ...(options.sqliteThreadLock ? { threadLock: options.sqliteThreadLock } : {}),
+      ...(options.sqliteThreadLock
+        ? { threadLock: options.sqliteThreadLock, checkpoints: 'background' }
+        : {}),
     }));
   const logger = options.logger ?? createLogger(config);
   const clock = options.clock ?? Date.now;

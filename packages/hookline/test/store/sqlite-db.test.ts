@@ -1,10 +1,11 @@
 // better-sqlite3 has one connection: an async transaction must keep every other statement and
 // transaction out until it ends, or they would run inside it.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteDb } from '../../src/store/sqlite/sqlite-db.js';
+import { eventually } from '../helpers/receiver.js';
 
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
 
@@ -83,5 +84,24 @@ describe('SqliteDb', () => {
     expect(order).toEqual(['first commits', 'second starts']);
     expect(await other.all('SELECT n FROM t ORDER BY n')).toEqual([{ n: 1 }, { n: 2 }]);
     await other.close();
+  });
+
+  it('a background checkpointer copies the log into the database, so commits elsewhere need not', async () => {
+    // As in `hookline serve`: the API's connection stops checkpointing inside its commits, and the
+    // delivery thread's connection checkpoints on a timer, outside the write lock.
+    const file = path.join(dir, 'x.db');
+    db.leaveCheckpoints();
+    const before = statSync(file).size;
+    await db.transaction(async (tx) => {
+      for (let i = 0; i < 2000; i++) await tx.run('INSERT INTO t (n) VALUES ($1)', [i]);
+    });
+    // Committed to the log only: the database file itself has not grown yet.
+    expect(statSync(file).size).toBe(before);
+    const checkpointer = new SqliteDb(file, { threadLock: db.threadLock.buffer, checkpoints: 'background' });
+    try {
+      await eventually(() => statSync(file).size > before);
+    } finally {
+      await checkpointer.close();
+    }
   });
 });

@@ -21,7 +21,17 @@ export interface SqliteOptions {
   synchronous?: 'normal' | 'full';
   /** The write lock of another thread's connection to the same file (store/sqlite/thread-lock.ts). */
   threadLock?: SharedArrayBuffer;
+  /**
+   * `background`: this connection checkpoints the write-ahead log on a timer, outside the write lock,
+   * instead of inside whichever commit crosses SQLite's threshold (a checkpoint takes tens of
+   * milliseconds; inside a commit it held up the other thread's emits). The other connection then
+   * calls leaveCheckpoints(). Default: SQLite's automatic checkpoints.
+   */
+  checkpoints?: 'auto' | 'background';
 }
+
+/** How often a background checkpointer copies the write-ahead log back into the database. */
+const CHECKPOINT_INTERVAL_MS = 250;
 
 export class SqliteDb implements Db {
   readonly dialect = 'sqlite' as const;
@@ -40,6 +50,31 @@ export class SqliteDb implements Db {
     this.conn.pragma('busy_timeout = 5000');
     this.conn.pragma('foreign_keys = ON');
     this.threadLock = new ThreadLock(options.threadLock);
+    if (options.checkpoints === 'background') {
+      this.leaveCheckpoints();
+      this.checkpointer = setInterval(() => this.checkpoint(), CHECKPOINT_INTERVAL_MS);
+      this.checkpointer.unref();
+    }
+  }
+
+  private checkpointer: NodeJS.Timeout | null = null;
+
+  /** Stops checkpointing inside commits: another connection does it in the background. */
+  leaveCheckpoints(): void {
+    this.conn.pragma('wal_autocheckpoint = 0');
+  }
+
+  /**
+   * A passive checkpoint: copies what it can without waiting for readers or the writer, so it needs
+   * no write lock. Skipped while this connection is inside a transaction.
+   */
+  private checkpoint(): void {
+    if (this.locked || !this.conn.open) return;
+    try {
+      this.conn.pragma('wal_checkpoint(PASSIVE)');
+    } catch {
+      // Busy (another checkpoint): the next tick tries again.
+    }
   }
 
   private prepare(sql: string): Prepared {
@@ -128,6 +163,7 @@ export class SqliteDb implements Db {
   }
 
   async close(): Promise<void> {
+    if (this.checkpointer) clearInterval(this.checkpointer);
     while (this.locked) await this.lock;
     if (this.conn.open) this.conn.close();
   }

@@ -26,6 +26,18 @@ const types = {
  */
 const statementNames = new Map<string, string | null>();
 const MAX_NAMED_STATEMENTS = 2000;
+/**
+ * Statements with long IN or VALUES lists come in one text per list length; each would stay prepared
+ * on every connection. The hot statements take their batches as one JSON parameter and stay under this.
+ */
+const MAX_NAMED_PARAMETERS = 32;
+
+function placeholderCount(sql: string): number {
+  let max = 0;
+  for (const m of sql.matchAll(/\$(\d+)/g)) max = Math.max(max, Number(m[1]));
+  return max;
+}
+
 /** Bumped when a schema change has made prepared statements stale: every name is then new. */
 let statementGeneration = 0;
 
@@ -33,7 +45,9 @@ function statementName(sql: string): string | undefined {
   let name = statementNames.get(sql);
   if (name === undefined) {
     const cacheable =
-      /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(sql) && statementNames.size < MAX_NAMED_STATEMENTS;
+      /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(sql) &&
+      placeholderCount(sql) <= MAX_NAMED_PARAMETERS &&
+      statementNames.size < MAX_NAMED_STATEMENTS;
     name = cacheable
       ? `hl${statementGeneration}_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`
       : null;

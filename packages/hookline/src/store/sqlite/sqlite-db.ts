@@ -30,6 +30,9 @@ export interface SqliteOptions {
   checkpoints?: 'auto' | 'background';
 }
 
+/** Statements with more placeholders than this are not kept prepared (see prepare). */
+const MAX_CACHED_PARAMETERS = 64;
+
 /** How often a background checkpointer copies the write-ahead log back into the database. */
 const CHECKPOINT_INTERVAL_MS = 250;
 
@@ -86,7 +89,9 @@ export class SqliteDb implements Db {
         return '?';
       });
       prepared = { stmt: this.conn.prepare(rewritten), order };
-      this.cache.set(sql, prepared);
+      // Long IN or VALUES lists come in one text per list length: those are prepared each time
+      // rather than kept, so the cache stays small (the hot statements take one JSON parameter).
+      if (order.length <= MAX_CACHED_PARAMETERS) this.cache.set(sql, prepared);
     }
     return prepared;
   }

@@ -9,7 +9,7 @@ import { Pool } from 'undici';
 import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
 import { awaitDeliveries } from './subscriber.js';
 import { deliveryBody, eventData, newSecret, signedHeaders } from './payload.js';
-import { Samples, now, summarize } from './stats.js';
+import { now, streamAdds } from './stats.js';
 
 const { Queue, Worker } = await importBenchDep('bullmq');
 
@@ -76,20 +76,8 @@ function producerMain(name) {
       }
       return { total };
     },
-    async stream({ url, total, concurrency }) {
-      const latencies = new Samples();
-      let next = 0;
-      const start = now();
-      const loop = async () => {
-        while (next < total) {
-          const t0 = now();
-          await queue.add('deliver', { url, data: eventData(next++, t0) });
-          latencies.push(now() - t0);
-        }
-      };
-      await Promise.all(Array.from({ length: concurrency }, loop));
-      return { rate: (total / (now() - start)) * 1000, ...summarize(latencies.view()) };
-    },
+    stream: ({ url, total, concurrency }) =>
+      streamAdds(total, concurrency, (i, t0) => queue.add('deliver', { url, data: eventData(i, t0) })),
     async obliterate() {
       await queue.obliterate({ force: true });
       await queue.close();

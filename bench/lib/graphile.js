@@ -8,7 +8,7 @@ import { Pool } from 'undici';
 import { PG_URL, createSchema } from './hookline.js';
 import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
 import { deliveryBody, eventData, newSecret, signedHeaders } from './payload.js';
-import { Samples, now, summarize } from './stats.js';
+import { now, streamAdds } from './stats.js';
 import { awaitDeliveries } from './subscriber.js';
 
 const CONCURRENCY = 64;
@@ -77,20 +77,10 @@ async function producerMain(schema) {
       }
       return { total };
     },
-    async stream({ url, total, concurrency }) {
-      const latencies = new Samples();
-      let next = 0;
-      const start = now();
-      const loop = async () => {
-        while (next < total) {
-          const t0 = now();
-          await utils.addJob('deliver', { url, data: eventData(next++, t0) }, { maxAttempts: MAX_ATTEMPTS });
-          latencies.push(now() - t0);
-        }
-      };
-      await Promise.all(Array.from({ length: concurrency }, loop));
-      return { rate: (total / (now() - start)) * 1000, ...summarize(latencies.view()) };
-    },
+    stream: ({ url, total, concurrency }) =>
+      streamAdds(total, concurrency, (i, t0) =>
+        utils.addJob('deliver', { url, data: eventData(i, t0) }, { maxAttempts: MAX_ATTEMPTS }),
+      ),
   });
   process.send({ event: 'ready' });
 }

@@ -68,3 +68,22 @@ export function deliveryRate(r, start) {
     return { rate: (r.count / (r.last - start)) * 1000, partial: true };
   return { rate: NaN, partial: false };
 }
+
+/**
+ * Runs `add(i, sentAt)` for i = 0 … total-1 with `concurrency` calls in flight: a producer adding jobs
+ * while delivery runs. Answers the rate and the latency of one add.
+ */
+export async function streamAdds(total, concurrency, add) {
+  const latencies = new Samples();
+  let next = 0;
+  const start = now();
+  const loop = async () => {
+    while (next < total) {
+      const t0 = now();
+      await add(next++, t0);
+      latencies.push(now() - t0);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, loop));
+  return { rate: (total / (now() - start)) * 1000, ...summarize(latencies.view()) };
+}

@@ -43,8 +43,7 @@ export async function startService(config: Config, options: ServiceOptions): Pro
     await migrate(ctx.db, (message) => ctx.logger.info(message));
     const emitter = new Emitter(ctx);
     // The API's framework is loaded only where there is an API: a worker starts without it.
-    const app = options.api ? (await import('./api/app.js')).buildApp(ctx, { emitter }) : null;
-    const api = app ? await app : null;
+    const api = options.api ? await (await import('./api/app.js')).buildApp(ctx, { emitter }) : null;
     let address: string | null = null;
     let health: HealthServer | null = null;
     if (options.listen && api) address = await api.listen({ port: config.port, host: config.host });

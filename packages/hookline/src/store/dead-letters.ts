@@ -46,10 +46,6 @@ export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterR
   }
 }
 
-export async function insertDeadLetter(q: Queryable, row: DeadLetterRow): Promise<void> {
-  await insertDeadLetters(q, [row]);
-}
-
 /** Replays that died again update the records they came from instead of adding second ones. */
 export async function recordReplayDeaths(
   q: Queryable,

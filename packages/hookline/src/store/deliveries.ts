@@ -379,15 +379,3 @@ export async function sweepDeletedEndpoints(q: Queryable, now: number): Promise<
 export async function getDelivery(q: Queryable, id: string): Promise<DeliveryRow | undefined> {
   return q.one<DeliveryRow>('SELECT * FROM deliveries WHERE id = $1', [id]);
 }
-
-/** Deliveries not yet finished, per endpoint of a tenant: each endpoint's backlog, from its queue. */
-export async function backlogByEndpoint(
-  q: Queryable,
-  tenantId: string,
-): Promise<{ endpoint_id: string; n: number }[]> {
-  return q.all(
-    `SELECT q.endpoint_id, q.queued + q.in_flight AS n FROM endpoint_queues q
-     JOIN endpoints e ON e.id = q.endpoint_id WHERE e.tenant_id = $1`,
-    [tenantId],
-  );
-}

@@ -2,7 +2,15 @@
 // moves its deliveries (docs/architecture.md, "Endpoint queues"). Rows are always locked in endpoint
 // id order, and before any of their deliveries, so two transactions never wait on each other in
 // opposite orders.
-import { forUpdate, greatest, jsonRecords, least, placeholders, type Queryable } from './db.js';
+import {
+  forUpdate,
+  greatest,
+  jsonRecords,
+  jsonTextArray,
+  least,
+  placeholders,
+  type Queryable,
+} from './db.js';
 
 /** Where a queue's adaptive limit starts (the column defaults of migration 004 say the same). */
 export const INITIAL_CONCURRENCY = 8;
@@ -283,13 +291,9 @@ export async function nextReadyAt(q: Queryable): Promise<number | null> {
 export async function getQueues(q: Queryable, endpointIds: readonly string[]): Promise<EndpointQueueRow[]> {
   if (endpointIds.length === 0) return [];
   return q.all<EndpointQueueRow>(
-    `SELECT * FROM endpoint_queues WHERE endpoint_id IN (SELECT value FROM ${jsonValues(q.dialect)})`,
+    `SELECT * FROM endpoint_queues WHERE endpoint_id IN (${jsonTextArray(q.dialect, 1)})`,
     [JSON.stringify(endpointIds)],
   );
-}
-
-function jsonValues(dialect: Queryable['dialect']): string {
-  return dialect === 'postgres' ? 'jsonb_array_elements_text($1::jsonb) AS value' : 'json_each($1)';
 }
 
 export interface QueueTotals {

@@ -165,27 +165,7 @@ export async function markEndpointsFailing(
     [now, ...sorted],
   );
   const days = Math.round(disableAfterMs / 86_400_000);
-  const rows = await q.all<{ id: string }>(
-    `UPDATE endpoints SET status = 'disabled', disabled_reason = $1, updated_at = $2
-     WHERE status = 'active' AND failing_since <= $3 AND id IN (${placeholders(sorted.length, 4)})
-     RETURNING id`,
-    [`every delivery failed for ${days} days`, now, now - disableAfterMs, ...sorted],
-  );
-  return stopQueues(
-    q,
-    rows.map((r) => r.id),
-  );
-}
-
-/** A disabled endpoint's queue stops: its deliveries wait, out of every claim, until it is re-enabled. */
-async function stopQueues(q: Queryable, ids: readonly string[]): Promise<string[]> {
-  if (ids.length > 0) {
-    await q.run(
-      `UPDATE endpoint_queues SET active = 0 WHERE endpoint_id IN (${placeholders(ids.length)})`,
-      ids,
-    );
-  }
-  return [...ids];
+  return disable(q, sorted, `every delivery failed for ${days} days`, now, now - disableAfterMs);
 }
 
 /** Disables active endpoints; answers the ids it disabled. */
@@ -195,17 +175,40 @@ export async function disableEndpoints(
   reason: string,
   now: number,
 ): Promise<string[]> {
+  return disable(q, ids, reason, now);
+}
+
+/**
+ * Disables the active endpoints among `ids` (only those failing since `failingSinceBefore`, when
+ * given), in id order, and stops their queues: their deliveries wait, out of every claim, until the
+ * endpoint is re-enabled.
+ */
+async function disable(
+  q: Queryable,
+  ids: readonly string[],
+  reason: string,
+  now: number,
+  failingSinceBefore?: number,
+): Promise<string[]> {
   if (ids.length === 0) return [];
   const sorted = [...ids].sort();
+  const params: (string | number)[] = [reason, now];
+  if (failingSinceBefore !== undefined) params.push(failingSinceBefore);
+  const failing = failingSinceBefore === undefined ? '' : 'AND failing_since <= $3';
   const rows = await q.all<{ id: string }>(
     `UPDATE endpoints SET status = 'disabled', disabled_reason = $1, updated_at = $2
-     WHERE status = 'active' AND id IN (${placeholders(sorted.length, 3)}) RETURNING id`,
-    [reason, now, ...sorted],
+     WHERE status = 'active' ${failing} AND id IN (${placeholders(sorted.length, params.length + 1)})
+     RETURNING id`,
+    [...params, ...sorted],
   );
-  return stopQueues(
-    q,
-    rows.map((r) => r.id),
-  );
+  const disabled = rows.map((r) => r.id);
+  if (disabled.length > 0) {
+    await q.run(
+      `UPDATE endpoint_queues SET active = 0 WHERE endpoint_id IN (${placeholders(disabled.length)})`,
+      disabled,
+    );
+  }
+  return disabled;
 }
 
 export async function disableEndpoint(

@@ -7,6 +7,7 @@ import {
   claimDeliveries,
   insertDeliveries,
   type ClaimedAttempt,
+  type DeliveryRow,
   type DeliveryStatus,
 } from '../../src/store/deliveries.js';
 import {
@@ -150,17 +151,18 @@ export async function queueOf(db: Db, endpointId: string): Promise<QueueState> {
   };
 }
 
-export interface DeliveryState {
-  id: string;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: number;
-  lease_expires_at: number | null;
-  last_status: number | null;
-  last_error: string | null;
-  first_headers: string | null;
-  completed_at: number | null;
-}
+export type DeliveryState = Pick<
+  DeliveryRow,
+  | 'id'
+  | 'status'
+  | 'attempts'
+  | 'next_attempt_at'
+  | 'lease_expires_at'
+  | 'last_status'
+  | 'last_error'
+  | 'first_headers'
+  | 'completed_at'
+>;
 
 /** The rows of the given deliveries, in the order of `ids`. */
 export async function deliveriesOf(db: Db, ids: readonly string[]): Promise<DeliveryState[]> {

@@ -18,6 +18,7 @@ import {
 import { getDelivery, insertDeliveries } from '../store/deliveries.js';
 import type { Queryable } from '../store/db.js';
 import { getEndpointById } from '../store/endpoints.js';
+import { nextOrderingSeq } from '../store/messages.js';
 import { audit, type Actor } from './audit.js';
 
 export function deadLetterView(row: DeadLetterSummary) {
@@ -31,8 +32,9 @@ export function deadLetterView(row: DeadLetterSummary) {
     last_error: row.last_error,
     died_at: isoTime(row.died_at),
     replayed_at: isoTime(row.replayed_at),
-    /** Status of the latest replay's delivery: pending, delivering, succeeded, dead or cancelled. */
+    /** Status of the latest replay's delivery: held, pending, delivering, succeeded, dead or cancelled. */
     replay_status: row.replay_status,
+    ordering_key: row.ordering_key,
   };
 }
 
@@ -69,7 +71,7 @@ async function queueReplay(
   if (endpoint.status === 'disabled') return { refused: 'endpoint_disabled' };
   if (row.replay_delivery_id) {
     const previous = await getDelivery(tx, row.replay_delivery_id);
-    if (previous && (previous.status === 'pending' || previous.status === 'delivering')) {
+    if (previous && ['held', 'pending', 'delivering'].includes(previous.status)) {
       return { refused: 'replay_in_progress' };
     }
   }
@@ -90,6 +92,9 @@ async function queueReplay(
         next_attempt_at: now,
         replay_of: row.id,
         first_headers: null,
+        ordering_key: row.ordering_key,
+        // The back of its key's line (docs/contract.md §6).
+        ordering_seq: row.ordering_key === null ? null : await nextOrderingSeq(tx),
       },
     ],
     now,

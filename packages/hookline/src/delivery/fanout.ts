@@ -78,6 +78,8 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
             next_attempt_at: now,
             replay_of: null,
             first_headers: null,
+            ordering_key: message.ordering_key,
+            ordering_seq: message.ordering_seq,
           });
         }
         if (!full && endpoints.length < FANOUT_CHUNK) complete = true;

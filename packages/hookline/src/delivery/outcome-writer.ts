@@ -4,6 +4,7 @@
 import type { Context } from '../context.js';
 import { insertDeadLetters, recordReplayDeaths, type DeadLetterRow } from '../store/dead-letters.js';
 import {
+  advanceLines,
   completeDeliveries,
   failDeliveries,
   recordSuccesses,
@@ -138,6 +139,7 @@ export class OutcomeWriter {
           endpoint_id: o.delivery.endpoint_id,
           tenant_id: o.delivery.tenant_id,
           fast: o.signal === 'fast',
+          ordering_key: o.delivery.ordering_key,
         })),
         this.ctx.clock(),
         config.endpointConcurrency,
@@ -174,6 +176,8 @@ export class OutcomeWriter {
       // Only what the fence let through counts: a stale outcome (its lease expired and the delivery
       // was attempted again, or it was cancelled meanwhile) is neither a success nor a failure.
       const recorded = [...completed, ...failed].map((r) => byId.get(r.id)!);
+      // A keyed delivery that succeeded or died lets the next of its line go; a retry keeps its place.
+      await advanceLines(tx, [...completed, ...failed.filter((r) => r.status === 'dead')], now);
       const dead = recorded.filter((o) => o.kind === 'dead');
       await recordReplayDeaths(
         tx,
@@ -195,6 +199,7 @@ export class OutcomeWriter {
                   endpoint_id: o.delivery.endpoint_id,
                   message_id: o.delivery.message_id,
                   event_type: o.delivery.event_type,
+                  ordering_key: o.delivery.ordering_key,
                   attempts: o.delivery.attempts,
                   last_error: o.error,
                   original: o.deadLetter.original,

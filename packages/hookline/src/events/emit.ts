@@ -17,12 +17,31 @@ import { assertTenantId } from '../tenants.js';
 export const MAX_EVENT_BODY_BYTES = 256 * 1024;
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+export const MAX_ORDERING_KEY_LENGTH = 255;
+// C0 and C1 control characters (docs/contract.md §4.2: "no control characters").
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** An ordering key's problem, or null when it is acceptable. */
+export function orderingKeyProblem(key: unknown): string | null {
+  if (typeof key !== 'string') return 'ordering_key must be a string';
+  if (key.length === 0 || key.length > MAX_ORDERING_KEY_LENGTH) {
+    return `ordering_key must be 1-${MAX_ORDERING_KEY_LENGTH} characters`;
+  }
+  if (CONTROL_CHARACTER.test(key)) return 'ordering_key must not contain control characters';
+  return null;
+}
 
 export interface EmitInput {
   tenantId: string;
   type: string;
   data: unknown;
   idempotencyKey?: string | null;
+  /**
+   * Deliveries of a tenant's messages sharing this key go to each endpoint one at a time, in emit
+   * order (docs/contract.md §6, docs/delivery.md "Ordered delivery").
+   */
+  orderingKey?: string | null;
 }
 
 export interface EmitResult {
@@ -80,6 +99,10 @@ function validate(input: EmitInput): string {
       `Idempotency-Key must be 1-${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
     );
   }
+  if (input.orderingKey != null) {
+    const problem = orderingKeyProblem(input.orderingKey);
+    if (problem) throw new HooklineError('validation_failed', problem);
+  }
   if (Buffer.byteLength(body) > MAX_EVENT_BODY_BYTES) {
     throw new HooklineError('payload_too_large', `the event body exceeds ${MAX_EVENT_BODY_BYTES} bytes`);
   }
@@ -121,7 +144,15 @@ export class Emitter {
       const body = validate(input);
       const key = input.idempotencyKey ?? null;
       const fingerprint =
-        key === null ? null : this.ctx.envelope.digest(canonicalJson({ type: input.type, data: input.data }));
+        key === null
+          ? null
+          : this.ctx.envelope.digest(
+              canonicalJson({
+                type: input.type,
+                data: input.data,
+                ordering_key: input.orderingKey ?? undefined,
+              }),
+            );
       prepared = { input, body, key, fingerprint };
     } catch (err) {
       return Promise.reject(err);
@@ -237,6 +268,7 @@ export class Emitter {
         idempotency_fingerprint: p.fingerprint,
         created_at: now,
         fanned_out_at: null,
+        ordering_key: p.input.orderingKey ?? null,
       });
       results.push({ id, replayed: false });
     }

@@ -14,11 +14,13 @@ export interface DeadLetterRow {
   died_at: number;
   replayed_at: number | null;
   replay_delivery_id: string | null;
+  /** The message's ordering key: a replay joins the back of its line. */
+  ordering_key: string | null;
 }
 
 export type DeadLetterSummary = Omit<DeadLetterRow, 'original'> & { replay_status: string | null };
 
-const DEAD_LETTER_COLUMNS = 12;
+const DEAD_LETTER_COLUMNS = 13;
 
 /** Writes the records of deliveries that died, one multi-row insert per few hundred. */
 export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterRow[]): Promise<void> {
@@ -34,12 +36,13 @@ export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterR
         row.died_at,
         row.replayed_at,
         row.replay_delivery_id,
+        row.ordering_key,
       );
       return `(${placeholders(DEAD_LETTER_COLUMNS, i * DEAD_LETTER_COLUMNS + 1)})`;
     });
     await q.run(
       `INSERT INTO dead_letters (id, delivery_id, tenant_id, endpoint_id, message_id, event_type, attempts,
-         last_error, original, died_at, replayed_at, replay_delivery_id)
+         last_error, original, died_at, replayed_at, replay_delivery_id, ordering_key)
        VALUES ${tuples.join(', ')}`,
       params,
     );
@@ -88,7 +91,8 @@ function where(filter: DeadLetterFilter, params: SqlValue[]): string {
 }
 
 const SUMMARY_COLUMNS = `dl.id, dl.delivery_id, dl.tenant_id, dl.endpoint_id, dl.message_id, dl.event_type,
-  dl.attempts, dl.last_error, dl.died_at, dl.replayed_at, dl.replay_delivery_id, r.status AS replay_status`;
+  dl.attempts, dl.last_error, dl.died_at, dl.replayed_at, dl.replay_delivery_id, dl.ordering_key,
+  r.status AS replay_status`;
 
 export async function listDeadLetters(
   q: Queryable,
@@ -130,7 +134,7 @@ export async function listReplayable(
 ): Promise<DeadLetterRow[]> {
   const params: SqlValue[] = [];
   let sql = `SELECT dl.* FROM dead_letters dl LEFT JOIN deliveries r ON r.id = dl.replay_delivery_id
-    WHERE ${where(filter, params)} AND (r.id IS NULL OR r.status NOT IN ('pending', 'delivering', 'succeeded'))`;
+    WHERE ${where(filter, params)} AND (r.id IS NULL OR r.status NOT IN ('held', 'pending', 'delivering', 'succeeded'))`;
   if (after) {
     params.push(after);
     sql += ` AND dl.id > $${params.length}`;

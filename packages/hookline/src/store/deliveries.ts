@@ -18,7 +18,8 @@ import { recordSuccessesPostgres } from './postgres/record-successes.js';
 import { claimPostgres } from './postgres/claim.js';
 import { claimSqlite } from './sqlite/claim.js';
 
-export const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'dead', 'cancelled'] as const;
+/** `held`: waiting behind an earlier delivery of its ordering key to the same endpoint. */
+export const DELIVERY_STATUSES = ['held', 'pending', 'delivering', 'succeeded', 'dead', 'cancelled'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export interface DeliveryRow {
@@ -39,6 +40,9 @@ export interface DeliveryRow {
   created_at: number;
   updated_at: number;
   completed_at: number | null;
+  ordering_key: string | null;
+  /** Place in its key's line: the message's emit order, or a later number for a replay. */
+  ordering_seq: number | null;
 }
 
 export type NewDelivery = Pick<
@@ -51,33 +55,138 @@ export type NewDelivery = Pick<
   | 'next_attempt_at'
   | 'replay_of'
   | 'first_headers'
+  | 'ordering_key'
+  | 'ordering_seq'
 >;
 
-const INSERT_COLUMNS = 10;
+const INSERT_COLUMNS = 13;
 
+/** One line: an endpoint and an ordering key. */
+interface Line {
+  endpoint_id: string;
+  ordering_key: string;
+}
+
+const lineId = (l: { endpoint_id: string; ordering_key: string | null }) =>
+  `${l.endpoint_id}\u0000${l.ordering_key}`;
+
+const LINE_COLUMNS = { item_endpoint: 'text', item_key: 'text' } as const;
+/** The partial index's own predicate, word for word, so both engines use deliveries_open_by_line. */
+const OPEN_IN_LINE = "status IN ('pending', 'delivering', 'held')";
+
+/**
+ * Lines that already have an unfinished delivery (docs/architecture.md, "Ordering keys"). Run with the
+ * lines' queue rows locked: the transitions that end a line's head lock them too, so a new delivery
+ * and the end of the one before it cannot miss each other.
+ */
+async function openLines(q: Queryable, lines: readonly Line[]): Promise<Set<string>> {
+  const t = jsonRecords(q.dialect, 1, LINE_COLUMNS);
+  const rows = await q.all<Line>(
+    `SELECT t.item_endpoint AS endpoint_id, t.item_key AS ordering_key FROM ${t}
+     WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.endpoint_id = t.item_endpoint
+       AND d.ordering_key = t.item_key AND d.${OPEN_IN_LINE})`,
+    [JSON.stringify(lines.map((l) => ({ item_endpoint: l.endpoint_id, item_key: l.ordering_key })))],
+  );
+  return new Set(rows.map(lineId));
+}
+
+/**
+ * Inserts new deliveries and counts them into their queues. A keyed delivery joins the back of its
+ * line: pending if the line was empty, otherwise held until the ones before it end (advanceLines).
+ */
 export async function insertDeliveries(
   q: Queryable,
   rows: readonly NewDelivery[],
   now: number,
 ): Promise<void> {
+  if (rows.length === 0) return;
+  const keyed = rows.filter((r) => r.ordering_key !== null);
+  const held = new Set<NewDelivery>();
+  if (keyed.length > 0) {
+    // Every queue row of the batch, in id order before anything else: the lock order.
+    await lockQueues(
+      q,
+      rows.map((r) => r.endpoint_id),
+    );
+    const lines = new Map<string, NewDelivery[]>();
+    for (const r of keyed) {
+      const id = lineId(r);
+      const line = lines.get(id);
+      if (line) line.push(r);
+      else lines.set(id, [r]);
+    }
+    const open = await openLines(
+      q,
+      [...lines.values()].map((l) => ({ endpoint_id: l[0]!.endpoint_id, ordering_key: l[0]!.ordering_key! })),
+    );
+    for (const [id, line] of lines) {
+      line.sort((a, b) => a.ordering_seq! - b.ordering_seq!);
+      line.forEach((r, i) => {
+        if (i > 0 || open.has(id)) held.add(r);
+      });
+    }
+  }
   // Chunked so one statement stays well inside both engines' parameter limits.
   for (let start = 0; start < rows.length; start += 500) {
     const chunk = rows.slice(start, start + 500);
     const params: SqlValue[] = [];
     const tuples = chunk.map((r, i) => {
       params.push(r.id, r.message_id, r.endpoint_id, r.tenant_id, r.event_type, r.next_attempt_at);
-      params.push(r.replay_of, r.first_headers, now, now);
-      const base = i * INSERT_COLUMNS;
-      return `(${placeholders(INSERT_COLUMNS, base + 1)}, 'pending')`;
+      params.push(r.replay_of, r.first_headers, now, now, held.has(r) ? 'held' : 'pending');
+      params.push(r.ordering_key, r.ordering_seq);
+      return `(${placeholders(INSERT_COLUMNS, i * INSERT_COLUMNS + 1)})`;
     });
     await q.run(
       `INSERT INTO deliveries (id, message_id, endpoint_id, tenant_id, event_type, next_attempt_at,
-         replay_of, first_headers, created_at, updated_at, status)
+         replay_of, first_headers, created_at, updated_at, status, ordering_key, ordering_seq)
        VALUES ${tuples.join(', ')}`,
       params,
     );
   }
-  await enqueue(q, arrivalsOf(rows));
+  await enqueue(q, arrivalsOf(rows.map((r) => (held.has(r) ? { ...r, status: 'held' } : r))));
+}
+
+/**
+ * The heads of lines ended (succeeded, dead): the next held delivery of each line becomes pending, due
+ * now. Run after the queue rows are locked and the heads' new status written, in the same transaction.
+ */
+export async function advanceLines(
+  q: Queryable,
+  ended: readonly { endpoint_id: string; ordering_key: string | null }[],
+  now: number,
+): Promise<void> {
+  const lines = new Map<string, Line>();
+  for (const e of ended) {
+    if (e.ordering_key !== null)
+      lines.set(lineId(e), { endpoint_id: e.endpoint_id, ordering_key: e.ordering_key });
+  }
+  if (lines.size === 0) return;
+  const t = jsonRecords(q.dialect, 2, LINE_COLUMNS);
+  // A line whose head ended has no other pending or delivering row: its first open row is the next.
+  const promoted = await q.all<{ endpoint_id: string }>(
+    `UPDATE deliveries SET status = 'pending', next_attempt_at = $1, updated_at = $1
+     WHERE id IN (
+       SELECT (SELECT d.id FROM deliveries d
+               WHERE d.endpoint_id = t.item_endpoint AND d.ordering_key = t.item_key AND d.${OPEN_IN_LINE}
+               ORDER BY d.ordering_seq LIMIT 1)
+       FROM ${t})
+       AND status = 'held'
+     RETURNING endpoint_id`,
+    [
+      now,
+      JSON.stringify(
+        [...lines.values()].map((l) => ({ item_endpoint: l.endpoint_id, item_key: l.ordering_key })),
+      ),
+    ],
+  );
+  // Already counted in `queued` while held: only the due time moves.
+  await enqueue(
+    q,
+    arrivalsOf(promoted.map((r) => ({ endpoint_id: r.endpoint_id, next_attempt_at: now }))).map((a) => ({
+      ...a,
+      count: 0,
+    })),
+  );
 }
 
 /** What an attempt needs, all read by the claim itself: the delivery, its payload and its endpoint. */
@@ -91,6 +200,7 @@ export interface ClaimedAttempt {
   attempts: number;
   first_headers: string | null;
   replay_of: string | null;
+  ordering_key: string | null;
   /** Envelope of the message's raw body. */
   payload: Buffer;
   url: string;
@@ -131,6 +241,7 @@ export interface AttemptRef {
 export interface FencedRow {
   id: string;
   endpoint_id: string;
+  ordering_key: string | null;
 }
 
 const REF_COLUMNS = { item_id: 'text', item_attempt: 'int' } as const;
@@ -149,7 +260,7 @@ export async function completeDeliveries(
     `UPDATE deliveries SET status = 'succeeded', last_status = t.item_status, last_error = NULL,
        lease_expires_at = NULL, completed_at = $2, updated_at = $2
      FROM ${t} WHERE ${FENCE}
-     RETURNING id, endpoint_id`,
+     RETURNING id, endpoint_id, ordering_key`,
     [
       JSON.stringify(items.map((i) => ({ item_id: i.id, item_attempt: i.attempt, item_status: i.status }))),
       now,
@@ -164,6 +275,8 @@ export interface SuccessRecord extends AttemptRef {
   tenant_id: string;
   /** Answered quickly: credit towards a larger limit (store/endpoint-queues.ts). */
   fast: boolean;
+  /** A keyed delivery's success lets the next of its line go. */
+  ordering_key: string | null;
 }
 
 /**
@@ -179,9 +292,19 @@ export async function recordSuccesses(
 ): Promise<FencedRow[]> {
   if (items.length === 0) return [];
   const bucket = Math.floor(now / BUCKET_MS) * BUCKET_MS;
-  if (db.dialect === 'postgres') return recordSuccessesPostgres(db, items, now, bucket, ceiling);
+  // The one statement cannot advance lines: it would read them in a snapshot taken before its queue
+  // locks were granted, and could miss a delivery a fan-out added meanwhile.
+  const keyed = items.some((i) => i.ordering_key !== null);
+  if (db.dialect === 'postgres' && !keyed) return recordSuccessesPostgres(db, items, now, bucket, ceiling);
   return db.transaction(async (tx) => {
+    if (keyed) {
+      await lockQueues(
+        tx,
+        items.map((i) => i.endpoint_id),
+      );
+    }
     const rows = await completeDeliveries(tx, items, now);
+    await advanceLines(tx, rows, now);
     const byId = new Map(items.map((i) => [i.id, i]));
     const stats = new Map<string, StatsIncrement>();
     const settlements = new Map<string, QueueSettlement>();
@@ -233,7 +356,7 @@ export async function failDeliveries(
        first_headers = COALESCE(deliveries.first_headers, t.item_headers),
        lease_expires_at = NULL, updated_at = CAST($2 AS BIGINT)
      FROM ${t} WHERE ${FENCE}
-     RETURNING id, endpoint_id, status, next_attempt_at`,
+     RETURNING id, endpoint_id, ordering_key, status, next_attempt_at`,
     [
       JSON.stringify(
         items.map((i) => ({
@@ -284,7 +407,7 @@ export async function releaseDeliveries(
     `UPDATE deliveries SET status = 'pending', lease_expires_at = NULL, next_attempt_at = $2, updated_at = $2,
        last_error = 'attempt interrupted by worker shutdown'
      FROM ${t} WHERE ${FENCE}
-     RETURNING id, endpoint_id`,
+     RETURNING id, endpoint_id, ordering_key`,
     [JSON.stringify(items.map((i) => ({ item_id: i.id, item_attempt: i.attempt }))), now],
   );
   await requeue(q, rows, now, ceiling);
@@ -319,7 +442,7 @@ export async function reapExpiredLeases(
      WHERE id IN (
        SELECT d.id FROM deliveries d JOIN ${t} ON d.id = t.item_id AND d.attempts = t.item_attempt
        WHERE d.status = 'delivering' AND d.lease_expires_at < $1 ${forUpdate(q.dialect, true, 'd')})
-     RETURNING id, endpoint_id`,
+     RETURNING id, endpoint_id, ordering_key`,
     [now, JSON.stringify(expired.map((r) => ({ item_id: r.id, item_attempt: Number(r.attempts) })))],
   );
   await requeue(q, rows, now, ceiling);
@@ -355,7 +478,7 @@ export async function cancelForEndpoint(q: Queryable, endpointId: string, now: n
   await lockQueues(q, [endpointId]);
   const changed = await q.run(
     `UPDATE deliveries SET status = 'cancelled', lease_expires_at = NULL, completed_at = $2, updated_at = $2
-     WHERE endpoint_id = $1 AND status IN ('pending', 'delivering')`,
+     WHERE endpoint_id = $1 AND status IN ('held', 'pending', 'delivering')`,
     [endpointId, now],
   );
   await clearQueue(q, endpointId);

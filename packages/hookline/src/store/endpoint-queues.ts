@@ -20,7 +20,7 @@ export const INITIAL_SLOW_START_THRESHOLD = 1_000_000;
 export interface EndpointQueueRow {
   endpoint_id: string;
   active: number;
-  /** Pending deliveries (due or waiting for a retry). */
+  /** Waiting deliveries: pending (due or waiting for a retry) and held behind an earlier one of their key. */
   queued: number;
   /** No pending delivery falls due before this (a lower bound); NULL when none is pending. */
   next_due_at: number | null;
@@ -31,6 +31,12 @@ export interface EndpointQueueRow {
   slow_start_threshold: number;
   last_decrease_at: number | null;
   paused_until: number | null;
+  /** The endpoint's rate_limit, copied here for claims; null for none. */
+  rate_limit: number | null;
+  /** The rate limiter's theoretical arrival time of the next attempt, in microseconds (GCRA). */
+  rate_tat_us: number | null;
+  /** The rate limit allows no attempt before this. */
+  throttled_until: number | null;
   ready_at: number | null;
 }
 
@@ -38,21 +44,22 @@ export interface EndpointQueueRow {
 export interface QueueArrivals {
   endpoint_id: string;
   count: number;
-  /** The earliest of their due times. */
-  due: number;
+  /** The earliest of their due times; null when all of them are held. */
+  due: number | null;
 }
 
-/** Sums arrivals per endpoint, sorted by endpoint id (the lock order). */
+/** Sums arrivals per endpoint, sorted by endpoint id (the lock order). Held rows count, but are not due. */
 export function arrivalsOf(
-  rows: readonly { endpoint_id: string; next_attempt_at: number }[],
+  rows: readonly { endpoint_id: string; next_attempt_at: number; status?: string }[],
 ): QueueArrivals[] {
   const byEndpoint = new Map<string, QueueArrivals>();
   for (const r of rows) {
+    const due = r.status === 'held' ? null : r.next_attempt_at;
     const a = byEndpoint.get(r.endpoint_id);
-    if (!a) byEndpoint.set(r.endpoint_id, { endpoint_id: r.endpoint_id, count: 1, due: r.next_attempt_at });
+    if (!a) byEndpoint.set(r.endpoint_id, { endpoint_id: r.endpoint_id, count: 1, due });
     else {
       a.count += 1;
-      if (r.next_attempt_at < a.due) a.due = r.next_attempt_at;
+      if (due !== null && (a.due === null || due < a.due)) a.due = due;
     }
   }
   return [...byEndpoint.values()].sort((a, b) => (a.endpoint_id < b.endpoint_id ? -1 : 1));

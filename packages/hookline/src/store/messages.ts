@@ -1,4 +1,4 @@
-import { forUpdate, placeholders, type Queryable, type SqlValue } from './db.js';
+import { forUpdate, jsonRecords, jsonTextArray, placeholders, type Queryable, type SqlValue } from './db.js';
 
 export interface MessageRow {
   id: string;
@@ -12,23 +12,53 @@ export interface MessageRow {
   fanned_out_at: number | null;
   /** The last endpoint id a partial fan-out reached (delivery/fanout.ts); null before it starts. */
   fanout_cursor?: string | null;
+  /** Deliveries of messages sharing a key go one at a time per endpoint, in emit order (§6). */
+  ordering_key: string | null;
 }
 
-const MESSAGE_COLUMNS = 8;
+const MESSAGE_COLUMNS = 9;
+
+/**
+ * The `ordering_seq` of keyed messages comes from the database's one ordering counter: a sequence on
+ * PostgreSQL, taken by each row's own SQL; on SQLite, where the writer is alone, a counter row moved
+ * once per statement. The numbers grow in commit order wherever one commit happens before the other
+ * starts, which is all "in the order their emits were acknowledged" can ask of concurrent emits.
+ */
+async function takeOrderingSeqs(q: Queryable, count: number): Promise<number> {
+  const row = await q.one<{ value: number }>(
+    "UPDATE sequences SET value = value + $1 WHERE name = 'ordering_seq' RETURNING value",
+    [count],
+  );
+  return Number(row!.value) - count + 1;
+}
+
+/** Takes one ordering number (a replay joining the back of its key's line). */
+export async function nextOrderingSeq(q: Queryable): Promise<number> {
+  if (q.dialect === 'sqlite') return takeOrderingSeqs(q, 1);
+  const row = await q.one<{ value: string }>("SELECT nextval('ordering_seq') AS value");
+  return Number(row!.value);
+}
 
 /** Inserts messages, one multi-row statement per few hundred (group commit of emits). */
 export async function insertMessages(q: Queryable, rows: readonly MessageRow[]): Promise<void> {
   for (let start = 0; start < rows.length; start += 500) {
     const chunk = rows.slice(start, start + 500);
+    const keyed = chunk.filter((r) => r.ordering_key !== null).length;
+    let seq = q.dialect === 'sqlite' && keyed > 0 ? await takeOrderingSeqs(q, keyed) : 0;
     const params: SqlValue[] = [];
-    const tuples = chunk.map((row, i) => {
+    const tuples = chunk.map((row) => {
       params.push(row.id, row.tenant_id, row.event_type, row.payload, row.idempotency_key);
-      params.push(row.idempotency_fingerprint, row.created_at, row.fanned_out_at);
-      return `(${placeholders(MESSAGE_COLUMNS, i * MESSAGE_COLUMNS + 1)})`;
+      params.push(row.idempotency_fingerprint, row.created_at, row.fanned_out_at, row.ordering_key);
+      const values = placeholders(MESSAGE_COLUMNS, params.length - MESSAGE_COLUMNS + 1);
+      if (q.dialect === 'postgres') {
+        return `(${values}, CASE WHEN CAST($${params.length} AS TEXT) IS NULL THEN NULL ELSE nextval('ordering_seq') END)`;
+      }
+      params.push(row.ordering_key === null ? null : seq++);
+      return `(${values}, $${params.length})`;
     });
     await q.run(
       `INSERT INTO messages (id, tenant_id, event_type, payload, idempotency_key, idempotency_fingerprint,
-         created_at, fanned_out_at)
+         created_at, fanned_out_at, ordering_key, ordering_seq)
        VALUES ${tuples.join(', ')}`,
       params,
     );
@@ -63,15 +93,67 @@ export async function getPayloads(
  * Messages not yet fanned out, oldest first. Inside the caller's transaction; on PostgreSQL the rows
  * are locked and rows another worker holds are skipped, so each message is fanned out once.
  */
-export async function claimForFanout(
-  q: Queryable,
-  limit: number,
-): Promise<Pick<MessageRow, 'id' | 'tenant_id' | 'event_type' | 'fanout_cursor'>[]> {
-  return q.all(
-    `SELECT id, tenant_id, event_type, fanout_cursor FROM messages WHERE fanned_out_at IS NULL
-     ORDER BY created_at LIMIT $1 ${forUpdate(q.dialect, true)}`,
+export async function claimForFanout(q: Queryable, limit: number): Promise<FanoutMessage[]> {
+  const rows = await q.all<FanoutMessage>(
+    `SELECT id, tenant_id, event_type, fanout_cursor, ordering_key, ordering_seq FROM messages
+     WHERE fanned_out_at IS NULL ORDER BY created_at LIMIT $1 ${forUpdate(q.dialect, true)}`,
     [limit],
   );
+  if (!rows.some((r) => r.ordering_key !== null)) return rows;
+  for (const r of rows) if (r.ordering_seq !== null) r.ordering_seq = Number(r.ordering_seq);
+  const waiting = await waitingBehindEarlier(q, rows);
+  return waiting.size === 0 ? rows : rows.filter((r) => !waiting.has(r.id));
+}
+
+export type FanoutMessage = Pick<
+  MessageRow,
+  'id' | 'tenant_id' | 'event_type' | 'fanout_cursor' | 'ordering_key'
+> & { ordering_seq: number | null };
+
+/**
+ * Keyed messages that must wait for an earlier message of their key, not yet fanned out and not in
+ * this batch (another worker holds it, or the batch ended before it): a line learns of its deliveries
+ * in emit order (docs/architecture.md, "Ordering keys"). What follows a waiting message of the same key
+ * waits too.
+ */
+async function waitingBehindEarlier(q: Queryable, batch: readonly FanoutMessage[]): Promise<Set<string>> {
+  const keyed = batch.filter((m) => m.ordering_key !== null);
+  const t = jsonRecords(q.dialect, 1, {
+    item_id: 'text',
+    item_tenant: 'text',
+    item_key: 'text',
+    item_seq: 'bigint',
+  });
+  const blocked = await q.all<{ id: string }>(
+    `SELECT t.item_id AS id FROM ${t}
+     WHERE EXISTS (SELECT 1 FROM messages p
+       WHERE p.tenant_id = t.item_tenant AND p.ordering_key = t.item_key AND p.fanned_out_at IS NULL
+         AND p.ordering_seq < t.item_seq AND p.id NOT IN (${jsonTextArray(q.dialect, 2)}))`,
+    [
+      JSON.stringify(
+        keyed.map((m) => ({
+          item_id: m.id,
+          item_tenant: m.tenant_id,
+          item_key: m.ordering_key,
+          item_seq: m.ordering_seq,
+        })),
+      ),
+      JSON.stringify(batch.map((m) => m.id)),
+    ],
+  );
+  const waiting = new Set(blocked.map((b) => b.id));
+  if (waiting.size === 0) return waiting;
+  const firstWaiting = new Map<string, number>();
+  for (const m of keyed) {
+    if (!waiting.has(m.id)) continue;
+    const line = `${m.tenant_id}\u0000${m.ordering_key}`;
+    firstWaiting.set(line, Math.min(firstWaiting.get(line) ?? Infinity, m.ordering_seq!));
+  }
+  for (const m of keyed) {
+    const first = firstWaiting.get(`${m.tenant_id}\u0000${m.ordering_key}`);
+    if (first !== undefined && m.ordering_seq! > first) waiting.add(m.id);
+  }
+  return waiting;
 }
 
 /** Marks messages fanned out, and records how far a partly fanned-out one has come. */

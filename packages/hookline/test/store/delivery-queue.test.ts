@@ -320,7 +320,7 @@ describe.each(STORE_KINDS)('delivery queue transitions on %s', (kind) => {
         T0 + 10,
       );
       expect(retried).toEqual([
-        { id: d0, endpoint_id: 'ep-a', status: 'pending', next_attempt_at: T0 + 60_000 },
+        { id: d0, endpoint_id: 'ep-a', ordering_key: null, status: 'pending', next_attempt_at: T0 + 60_000 },
       ]);
       expect(await deliveriesOf(db, [d1!, d2!])).toEqual(before);
       expect((await deliveriesOf(db, [d0!]))[0]).toMatchObject({
@@ -348,7 +348,9 @@ describe.each(STORE_KINDS)('delivery queue transitions on %s', (kind) => {
         [{ id: d0!, attempt: 2, status: null, error: 'timed out', retryAt: null, firstHeaders: '{"n":2}' }],
         T0 + 60_100,
       );
-      expect(died).toEqual([{ id: d0, endpoint_id: 'ep-a', status: 'dead', next_attempt_at: T0 + 60_000 }]);
+      expect(died).toEqual([
+        { id: d0, endpoint_id: 'ep-a', ordering_key: null, status: 'dead', next_attempt_at: T0 + 60_000 },
+      ]);
       expect((await deliveriesOf(db, [d0!]))[0]).toMatchObject({
         status: 'dead',
         attempts: 2,

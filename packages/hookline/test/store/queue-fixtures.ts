@@ -116,6 +116,8 @@ export async function addDeliveries(
         next_attempt_at: dueTimes[i]!,
         replay_of: null,
         first_headers: null,
+        ordering_key: null,
+        ordering_seq: null,
       })),
       T0,
     );

@@ -28,6 +28,7 @@ export function eventRoutes(ctx: Context, emitter: Emitter): FastifyPluginAsyncT
           type: request.body.type,
           data: request.body.data,
           idempotencyKey: request.headers['idempotency-key'] ?? null,
+          orderingKey: request.body.ordering_key ?? null,
         });
         stopTimer();
         if (!result.replayed) ctx.metrics.emitted.inc();

@@ -14,7 +14,11 @@ const deadLetterProperties = {
   replayed_at: NullableTimestamp,
   replay_status: Type.Union([Type.String(), Type.Null()], {
     description:
-      'Status of the latest replay: pending, delivering, succeeded, dead, cancelled; null if never replayed',
+      'Status of the latest replay: held (behind an earlier delivery of its ordering key), pending, ' +
+      'delivering, succeeded, dead, cancelled; null if never replayed',
+  }),
+  ordering_key: Type.Union([Type.String(), Type.Null()], {
+    description: "The message's ordering_key; a replay joins the back of its key's line",
   }),
 };
 

@@ -7,6 +7,15 @@ export const EmitBody = Type.Object(
     tenant_id: TenantId,
     type: Type.String({ description: `One of: ${EVENT_TYPES.join(', ')}`, maxLength: 100 }),
     data: Type.Object({}, { description: 'Event data; user.created needs userId shaped user_<id>' }),
+    ordering_key: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description:
+          'Deliveries of messages sharing this key go to each endpoint one at a time, in emit order; ' +
+          'no control characters (for example the userId)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -5,6 +5,7 @@ import * as m001 from './001-initial.js';
 import * as m002 from './002-queue-samples.js';
 import * as m003 from './003-circuit-breaker.js';
 import * as m004 from './004-delivery-engine.js';
+import * as m005 from './005-ordering-and-rate-limits.js';
 
 interface Migration {
   version: number;
@@ -17,6 +18,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 2, ...m002 },
   { version: 3, ...m003 },
   { version: 4, ...m004 },
+  { version: 5, ...m005 },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.length;

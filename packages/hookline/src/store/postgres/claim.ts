@@ -36,7 +36,8 @@ WITH ready AS (
   -- = ANY(ARRAY(…)): primary-key lookups whatever the planner estimates for the CTE, never a scan.
   UPDATE deliveries d SET status = 'delivering', attempts = d.attempts + 1, lease_expires_at = $2, updated_at = $1
   WHERE d.id = ANY(ARRAY(SELECT id FROM taken)) AND d.status = 'pending'
-  RETURNING d.id, d.message_id, d.endpoint_id, d.tenant_id, d.event_type, d.attempts, d.first_headers, d.replay_of
+  RETURNING d.id, d.message_id, d.endpoint_id, d.tenant_id, d.event_type, d.attempts, d.first_headers, d.replay_of,
+    d.ordering_key
 ), settled AS (
   UPDATE endpoint_queues q SET
     in_flight = q.in_flight + n.claimed,
@@ -53,6 +54,7 @@ WITH ready AS (
   WHERE q.endpoint_id = n.endpoint_id AND q.endpoint_id = ANY(ARRAY(SELECT endpoint_id FROM ready))
 )
 SELECT c.id, c.message_id, c.endpoint_id, c.tenant_id, c.event_type, c.attempts, c.first_headers, c.replay_of,
+  c.ordering_key,
   m.payload, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
   (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy
 FROM claimed c JOIN messages m ON m.id = c.message_id JOIN endpoints e ON e.id = c.endpoint_id`;

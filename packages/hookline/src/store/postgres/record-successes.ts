@@ -21,7 +21,7 @@ WITH items AS (
   WHERE d.id = ANY(ARRAY(SELECT item_id FROM items)) AND d.id = i.item_id
     AND d.status = 'delivering' AND d.attempts = i.item_attempt
     AND (SELECT COUNT(*) FROM locked) >= 0
-  RETURNING d.id, d.endpoint_id, i.item_tenant, i.item_fast
+  RETURNING d.id, d.endpoint_id, d.ordering_key, i.item_tenant, i.item_fast
 ), per_endpoint AS (
   SELECT endpoint_id AS item_endpoint, MIN(item_tenant) AS item_tenant, COUNT(*)::int AS item_finished,
     0 AS item_requeued, NULL::bigint AS item_due, SUM(item_fast)::int AS item_fast, 0 AS item_congested,
@@ -35,7 +35,7 @@ WITH items AS (
   UPDATE endpoint_queues SET ${settlementAssignments('postgres', '$4', 'CAST($2 AS BIGINT)')}
   FROM per_endpoint t WHERE endpoint_queues.endpoint_id = t.item_endpoint
 )
-SELECT id, endpoint_id FROM completed`;
+SELECT id, endpoint_id, ordering_key FROM completed`;
 
 export async function recordSuccessesPostgres(
   q: Queryable,

@@ -59,7 +59,7 @@ export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttem
     if (taken.length === 0) return [];
     return tx.all<ClaimedAttempt>(
       `SELECT d.id, d.message_id, d.endpoint_id, d.tenant_id, d.event_type, d.attempts, d.first_headers,
-         d.replay_of, m.payload, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
+         d.replay_of, d.ordering_key, m.payload, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
          (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy
        FROM json_each($1) j
        JOIN deliveries d ON d.id = j.value

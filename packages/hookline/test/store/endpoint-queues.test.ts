@@ -248,6 +248,9 @@ describe.each(STORE_KINDS)('endpoint queues on %s', (kind) => {
       slow_start_threshold: INITIAL_SLOW_START_THRESHOLD,
       last_decrease_at: null,
       paused_until: null,
+      rate_limit: null,
+      rate_tat_us: null,
+      throttled_until: null,
       ready_at: T0 + 10,
     });
     expect(await claimAt(db, T0 + 10)).toHaveLength(3);

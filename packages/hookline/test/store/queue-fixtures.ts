@@ -89,6 +89,9 @@ export async function addDeliveries(
   endpointId: string,
   dueTimes: readonly number[],
   prefix = 'd',
+  /** Ordering keys, one per delivery (null: unkeyed); each keyed one's place in line is its index. */
+  keys: readonly (string | null)[] = [],
+  firstSeq = 1,
 ): Promise<string[]> {
   const ids = dueTimes.map((_, i) => `${endpointId}-${prefix}${String(i).padStart(5, '0')}`);
   await db.transaction(async (tx) => {
@@ -116,8 +119,8 @@ export async function addDeliveries(
         next_attempt_at: dueTimes[i]!,
         replay_of: null,
         first_headers: null,
-        ordering_key: null,
-        ordering_seq: null,
+        ordering_key: keys[i] ?? null,
+        ordering_seq: keys[i] == null ? null : firstSeq + i,
       })),
       T0,
     );
@@ -149,6 +152,9 @@ export async function queueOf(db: Db, endpointId: string): Promise<QueueState> {
     slow_start_threshold: Number(row.slow_start_threshold),
     last_decrease_at: n(row.last_decrease_at),
     paused_until: n(row.paused_until),
+    rate_limit: n(row.rate_limit),
+    rate_tat_us: n(row.rate_tat_us),
+    throttled_until: n(row.throttled_until),
     ready_at: n(row.ready_at),
   };
 }

@@ -1,0 +1,191 @@
+// Ordering keys in the store, on both stores (docs/architecture.md, "Ordering keys"): a keyed delivery
+// joins its line at its endpoint, held while an earlier one is unfinished; the next goes when the head
+// succeeds or dies, not when it is retried; other keys and unkeyed deliveries are not held up; fan-out
+// takes a keyed message only after the earlier messages of its key.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  advanceLines,
+  cancelForEndpoint,
+  completeDeliveries,
+  failDeliveries,
+  recordSuccesses,
+} from '../../src/store/deliveries.js';
+import { settleQueues } from '../../src/store/endpoint-queues.js';
+import { claimForFanout } from '../../src/store/messages.js';
+import { STORE_KINDS } from '../helpers/stores.js';
+import {
+  CEILING,
+  T0,
+  addDeliveries,
+  addEndpoint,
+  claimAt,
+  deliveriesOf,
+  dueTimes,
+  idsOf,
+  openQueueStore,
+  queueOf,
+  settlement,
+  type QueueStore,
+} from './queue-fixtures.js';
+
+describe.each(STORE_KINDS)('ordering lines on %s', (kind) => {
+  let store: QueueStore;
+  beforeEach(async () => {
+    store = await openQueueStore(kind);
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+
+  const statuses = async (ids: readonly string[]) => (await deliveriesOf(store.db, ids)).map((d) => d.status);
+
+  /** Records successes the way the outcome writer does (SQLite: one transaction; PostgreSQL too when keyed). */
+  const succeed = (
+    claimed: { id: string; attempts: number; endpoint_id: string; ordering_key: string | null }[],
+  ) =>
+    recordSuccesses(
+      store.db,
+      claimed.map((c) => ({
+        id: c.id,
+        attempt: c.attempts,
+        status: 200,
+        endpoint_id: c.endpoint_id,
+        tenant_id: 'acme',
+        fast: true,
+        ordering_key: c.ordering_key,
+      })),
+      T0 + 10,
+      CEILING,
+    );
+
+  it('a keyed delivery is held behind an unfinished earlier one; the queue counts it but is not due for it', async () => {
+    const { db } = store;
+    await addEndpoint(db, 'ep-a');
+    const ids = await addDeliveries(db, 'ep-a', dueTimes(4), 'd', ['k1', 'k1', 'k2', null]);
+    expect(await statuses(ids)).toEqual(['pending', 'held', 'pending', 'pending']);
+    expect(await queueOf(db, 'ep-a')).toMatchObject({ queued: 4 });
+    // A later batch of the same line waits behind the first batch's head too.
+    const later = await addDeliveries(db, 'ep-a', dueTimes(2), 'e', ['k1', 'k2'], 100);
+    expect(await statuses(later)).toEqual(['held', 'held']);
+    const claimed = await claimAt(db, T0, 100);
+    expect(idsOf(claimed).sort()).toEqual([ids[0], ids[2], ids[3]].sort());
+    expect(claimed.find((c) => c.id === ids[0])!.ordering_key).toBe('k1');
+    // Nothing else is claimable until a head ends: the held ones are not in the due index.
+    expect(await claimAt(db, T0 + 60_000, 100)).toEqual([]);
+  });
+
+  it('a success lets the next of its line go, in line order; lines do not wait for each other', async () => {
+    const { db } = store;
+    await addEndpoint(db, 'ep-a');
+    const ids = await addDeliveries(db, 'ep-a', dueTimes(6), 'd', ['k1', 'k2', 'k1', 'k2', 'k1', null]);
+    const first = await claimAt(db, T0, 100);
+    expect(idsOf(first).sort()).toEqual([ids[0], ids[1], ids[5]].sort());
+    // Only k1's head succeeds: k1's next goes, k2 stays as it was.
+    await succeed(first.filter((c) => c.id === ids[0]));
+    expect(await statuses(ids)).toEqual(['succeeded', 'delivering', 'pending', 'held', 'held', 'delivering']);
+    expect(await queueOf(db, 'ep-a')).toMatchObject({ queued: 3, next_due_at: T0 + 10 });
+    const second = await claimAt(db, T0 + 10, 100);
+    expect(idsOf(second)).toEqual([ids[2]]);
+    await succeed(second);
+    expect(await statuses([ids[4]!])).toEqual(['pending']);
+  });
+
+  it('a retry keeps its place at the head; a death ends it and the next goes', async () => {
+    const { db } = store;
+    await addEndpoint(db, 'ep-a');
+    const ids = await addDeliveries(db, 'ep-a', dueTimes(3), 'd', ['k', 'k', 'k']);
+    const [head] = await claimAt(db, T0, 100);
+    const retried = await db.transaction(async (tx) => {
+      const rows = await failDeliveries(
+        tx,
+        [
+          {
+            id: head!.id,
+            attempt: 1,
+            status: 500,
+            error: 'HTTP 500',
+            retryAt: T0 + 1000,
+            firstHeaders: null,
+          },
+        ],
+        T0 + 5,
+      );
+      await advanceLines(
+        tx,
+        rows.filter((r) => r.status === 'dead'),
+        T0 + 5,
+      );
+      await settleQueues(
+        tx,
+        [settlement('ep-a', { finished: 1, requeued: 1, requeuedDue: T0 + 1000 })],
+        CEILING,
+        T0 + 5,
+      );
+      return rows;
+    });
+    expect(retried).toHaveLength(1);
+    expect(await statuses(ids)).toEqual(['pending', 'held', 'held']);
+    // Due again only at its retry time, and still the only claimable one.
+    expect(await claimAt(db, T0 + 999, 100)).toEqual([]);
+    const [again] = await claimAt(db, T0 + 1000, 100);
+    expect(again!.id).toBe(ids[0]);
+    const died = await db.transaction(async (tx) => {
+      const rows = await failDeliveries(
+        tx,
+        [{ id: again!.id, attempt: 2, status: 500, error: 'HTTP 500', retryAt: null, firstHeaders: null }],
+        T0 + 1005,
+      );
+      await advanceLines(
+        tx,
+        rows.filter((r) => r.status === 'dead'),
+        T0 + 1005,
+      );
+      return rows;
+    });
+    expect(died).toHaveLength(1);
+    expect(await statuses(ids)).toEqual(['dead', 'pending', 'held']);
+    expect(idsOf(await claimAt(db, T0 + 1005, 100))).toEqual([ids[1]]);
+  });
+
+  it('a stale outcome (fenced out) does not advance the line', async () => {
+    const { db } = store;
+    await addEndpoint(db, 'ep-a');
+    const ids = await addDeliveries(db, 'ep-a', dueTimes(2), 'd', ['k', 'k']);
+    await claimAt(db, T0, 100);
+    const rows = await db.transaction(async (tx) => {
+      const done = await completeDeliveries(tx, [{ id: ids[0]!, attempt: 7, status: 200 }], T0 + 5);
+      await advanceLines(tx, done, T0 + 5);
+      return done;
+    });
+    expect(rows).toEqual([]);
+    expect(await statuses(ids)).toEqual(['delivering', 'held']);
+  });
+
+  it('deleting the endpoint cancels held deliveries with the rest', async () => {
+    const { db } = store;
+    await addEndpoint(db, 'ep-a');
+    const ids = await addDeliveries(db, 'ep-a', dueTimes(3), 'd', ['k', 'k', null]);
+    await db.transaction((tx) => cancelForEndpoint(tx, 'ep-a', T0));
+    expect(await statuses(ids)).toEqual(['cancelled', 'cancelled', 'cancelled']);
+    expect(await queueOf(db, 'ep-a')).toMatchObject({ queued: 0, in_flight: 0 });
+  });
+
+  it('fan-out takes a keyed message only once the earlier messages of its key are fanned out', async () => {
+    const { db } = store;
+    // m2 was written with an earlier clock reading than m1 but after it in emit order (two API
+    // processes): a batch of one reads m2 first, and must leave it for after m1.
+    await db.run(
+      `INSERT INTO messages (id, tenant_id, event_type, payload, created_at, ordering_key, ordering_seq)
+       VALUES ('m1', 'acme', 'user.updated', $1, ${T0}, 'k', 1), ('m2', 'acme', 'user.updated', $1, ${T0 - 5}, 'k', 2),
+         ('m3', 'acme', 'user.updated', $1, ${T0 - 10}, 'other', 3), ('m4', 'acme', 'user.updated', $1, ${T0 - 8}, NULL, NULL)`,
+      [Buffer.from('x')],
+    );
+    const batch = async (limit: number) =>
+      (await db.transaction((tx) => claimForFanout(tx, limit))).map((m) => m.id);
+    expect(await batch(3)).toEqual(['m3', 'm4']);
+    // With m1 in the same batch, m2 may follow it there.
+    expect(await batch(4)).toEqual(['m3', 'm4', 'm2', 'm1']);
+    await db.run(`UPDATE messages SET fanned_out_at = ${T0} WHERE id IN ('m1', 'm3', 'm4')`);
+    expect(await batch(1)).toEqual(['m2']);
+  });
+});

@@ -9,7 +9,7 @@ import { checkCursor, isoTime, toPage, type Page } from '../pagination.js';
 import { checkEndpointUrl } from '../net/index.js';
 import { releaseEndpoint } from '../delivery/circuit-breaker.js';
 import { cancelForEndpoint } from '../store/deliveries.js';
-import { createQueue, lockQueues, setQueueActive } from '../store/endpoint-queues.js';
+import { createQueue, lockQueues, setQueueActive, setQueueRate } from '../store/endpoint-queues.js';
 import {
   getEndpoint,
   insertEndpoint,
@@ -22,13 +22,21 @@ import {
 import { ensureTenant } from '../store/tenants.js';
 import { secretAad } from './signing-secrets.js';
 
-export const ENDPOINT_LIMITS = { url: 2048, description: 1024, minEvents: 1, maxEvents: 50 } as const;
+export const ENDPOINT_LIMITS = {
+  url: 2048,
+  description: 1024,
+  minEvents: 1,
+  maxEvents: 50,
+  minRateLimit: 1,
+  maxRateLimit: 10_000,
+} as const;
 
 export interface EndpointView {
   id: string;
   url: string;
   events: string[];
   description: string;
+  rate_limit: number | null;
   status: EndpointStatus;
   disabled_reason: string | null;
   created_at: string;
@@ -41,6 +49,7 @@ export function toEndpointView(row: EndpointRow): EndpointView {
     url: row.url,
     events: JSON.parse(row.events) as string[],
     description: row.description,
+    rate_limit: row.rate_limit === null ? null : Number(row.rate_limit),
     status: row.status,
     disabled_reason: row.disabled_reason,
     created_at: isoTime(row.created_at),
@@ -105,7 +114,7 @@ async function load(ctx: Context, tenantId: string, id: string): Promise<Endpoin
 export async function createEndpoint(
   ctx: Context,
   tenantId: string,
-  input: { url: string; events: string[]; description?: string },
+  input: { url: string; events: string[]; description?: string; rate_limit?: number | null },
 ): Promise<EndpointView & { signing_secret: string }> {
   const events = normaliseEvents(input.events);
   const url = await checkUrl(ctx, input.url);
@@ -128,11 +137,13 @@ export async function createEndpoint(
     created_at: now,
     updated_at: now,
     deleted_at: null,
+    rate_limit: input.rate_limit ?? null,
   };
   await ctx.db.transaction(async (tx) => {
     await ensureTenant(tx, tenantId, now);
     await insertEndpoint(tx, row);
     await createQueue(tx, id);
+    if (row.rate_limit !== null) await setQueueRate(tx, id, row.rate_limit);
   });
   return { ...toEndpointView(row), signing_secret: secret };
 }
@@ -158,7 +169,13 @@ export async function patchEndpoint(
   ctx: Context,
   tenantId: string,
   id: string,
-  input: { url?: string; events?: string[]; description?: string; status?: 'active' },
+  input: {
+    url?: string;
+    events?: string[];
+    description?: string;
+    rate_limit?: number | null;
+    status?: 'active';
+  },
 ): Promise<EndpointView> {
   const row = await load(ctx, tenantId, id);
   if (row.status === 'deleted') {
@@ -168,6 +185,7 @@ export async function patchEndpoint(
   if (input.events !== undefined) changes.events = normaliseEvents(input.events);
   if (input.url !== undefined) changes.url = await checkUrl(ctx, input.url);
   if (input.description !== undefined) changes.description = checkDescription(input.description);
+  if (input.rate_limit !== undefined) changes.rate_limit = input.rate_limit;
   if (input.status === 'active') {
     changes.status = 'active';
     changes.disabled_reason = null;
@@ -178,6 +196,7 @@ export async function patchEndpoint(
     // Re-enabled: a fresh start, with the deliveries that waited while it was disabled due now. The
     // queue row goes first: the lock order (store/endpoint-queues.ts).
     if (input.status === 'active') await releaseEndpoint(tx, id, now);
+    if (input.rate_limit !== undefined) await setQueueRate(tx, id, input.rate_limit);
     return updateEndpoint(tx, id, changes, now);
   });
   if (input.status === 'active') ctx.signal.notify();

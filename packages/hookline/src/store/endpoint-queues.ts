@@ -31,9 +31,11 @@ export interface EndpointQueueRow {
   slow_start_threshold: number;
   last_decrease_at: number | null;
   paused_until: number | null;
-  /** The endpoint's rate_limit, copied here for claims; null for none. */
-  rate_limit: number | null;
-  /** The rate limiter's theoretical arrival time of the next attempt, in microseconds (GCRA). */
+  /** The endpoint's rate_limit as the rate limiter uses it (GCRA): microseconds between attempts… */
+  rate_interval_us: number | null;
+  /** …and how far ahead of that pace a claim may run (a small burst); both null without a limit. */
+  rate_tolerance_us: number | null;
+  /** The theoretical arrival time of the next attempt, in microseconds. */
   rate_tat_us: number | null;
   /** The rate limit allows no attempt before this. */
   throttled_until: number | null;
@@ -261,6 +263,36 @@ export async function setQueueActive(
        slow_start_threshold = ${INITIAL_SLOW_START_THRESHOLD},
        next_due_at = CASE WHEN endpoint_queues.queued > 0 THEN $2 ELSE endpoint_queues.next_due_at END`,
     [endpointId, now],
+  );
+}
+
+/**
+ * The pace a rate limit sets (docs/architecture.md, "Rate limits"), a generic cell rate algorithm:
+ * attempts `interval` apart, a claim taking as many as fit while it runs no more than `tolerance`
+ * ahead of that pace. The pace is 3 % under the limit and the tolerance 10 ms, so a claimer that wakes
+ * a little early or late loses no slot, high limits are claimed a burst at a time, and with up to
+ * ~10 ms of jitter between claim and arrival no one-second window at the subscriber holds more than
+ * `rate_limit` attempts: in any window of w seconds at most ⌊(w + tolerance)/interval⌋ + 1 are claimed.
+ */
+export function ratePace(rateLimit: number): { intervalUs: number; toleranceUs: number } {
+  return { intervalUs: Math.ceil(1_000_000 / (rateLimit * RATE_HEADROOM)), toleranceUs: RATE_TOLERANCE_US };
+}
+
+const RATE_HEADROOM = 0.97;
+const RATE_TOLERANCE_US = 10_000;
+
+/** Sets or removes an endpoint's rate limit in its queue. */
+export async function setQueueRate(
+  q: Queryable,
+  endpointId: string,
+  rateLimit: number | null,
+): Promise<void> {
+  const pace = rateLimit === null ? null : ratePace(rateLimit);
+  await q.run(
+    `UPDATE endpoint_queues SET rate_interval_us = CAST($2 AS BIGINT), rate_tolerance_us = CAST($3 AS BIGINT),
+       throttled_until = CASE WHEN CAST($2 AS BIGINT) IS NULL THEN NULL ELSE throttled_until END
+     WHERE endpoint_id = $1`,
+    [endpointId, pace?.intervalUs ?? null, pace?.toleranceUs ?? null],
   );
 }
 

@@ -21,13 +21,15 @@ export interface EndpointRow {
   created_at: number;
   updated_at: number;
   deleted_at: number | null;
+  /** At most this many attempts per second, all workers together; null for no limit (§4.1). */
+  rate_limit: number | null;
 }
 
 export async function insertEndpoint(q: Queryable, row: EndpointRow): Promise<void> {
   await q.run(
     `INSERT INTO endpoints (id, tenant_id, url, events, description, status, disabled_reason, secret,
-       previous_secret, previous_secret_expires_at, failing_since, created_at, updated_at, deleted_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+       previous_secret, previous_secret_expires_at, failing_since, created_at, updated_at, deleted_at, rate_limit)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
     [
       row.id,
       row.tenant_id,
@@ -43,6 +45,7 @@ export async function insertEndpoint(q: Queryable, row: EndpointRow): Promise<vo
       row.created_at,
       row.updated_at,
       row.deleted_at,
+      row.rate_limit,
     ],
   );
 }
@@ -104,6 +107,7 @@ export type EndpointChanges = Partial<
     | 'failing_since'
     | 'circuit_open_until'
     | 'deleted_at'
+    | 'rate_limit'
   >
 >;
 
@@ -119,6 +123,7 @@ const CHANGEABLE: readonly (keyof EndpointChanges)[] = [
   'failing_since',
   'circuit_open_until',
   'deleted_at',
+  'rate_limit',
 ];
 
 export async function updateEndpoint(

@@ -13,12 +13,24 @@ const Events = Type.Array(Type.String({ maxLength: 100 }), {
   description: 'Catalogue event names or the wildcards user.*, organization.*, organizationMembership.*, *',
 });
 const Description = Type.String({ maxLength: ENDPOINT_LIMITS.description });
+const RateLimit = Type.Union(
+  [
+    Type.Integer({ minimum: ENDPOINT_LIMITS.minRateLimit, maximum: ENDPOINT_LIMITS.maxRateLimit }),
+    Type.Null(),
+  ],
+  {
+    description:
+      'At most this many attempts per second to the endpoint, all workers together (retries and replays ' +
+      'included); null for no limit beyond adaptive concurrency',
+  },
+);
 
 const endpointProperties = {
   id: Type.String({ description: 'webhook_…' }),
   url: Type.String(),
   events: Type.Array(Type.String()),
   description: Type.String(),
+  rate_limit: RateLimit,
   status: Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('deleted')]),
   disabled_reason: Type.Union([Type.String(), Type.Null()]),
   created_at: Timestamp,
@@ -33,7 +45,7 @@ export const EndpointWithSecret = Type.Object({
 });
 
 export const CreateEndpointBody = Type.Object(
-  { url: Url, events: Events, description: Type.Optional(Description) },
+  { url: Url, events: Events, description: Type.Optional(Description), rate_limit: Type.Optional(RateLimit) },
   { additionalProperties: false },
 );
 
@@ -42,6 +54,7 @@ export const PatchEndpointBody = Type.Object(
     url: Type.Optional(Url),
     events: Type.Optional(Events),
     description: Type.Optional(Description),
+    rate_limit: Type.Optional(RateLimit),
     status: Type.Optional(Type.Literal('active', { description: 'Re-enables a disabled endpoint' })),
   },
   { additionalProperties: false, minProperties: 1 },

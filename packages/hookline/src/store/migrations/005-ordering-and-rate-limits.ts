@@ -20,7 +20,8 @@ export function statements(dialect: Dialect): string[] {
       slow_start_threshold INTEGER NOT NULL DEFAULT 1000000,
       last_decrease_at BIGINT,
       paused_until BIGINT,
-      rate_limit INTEGER,
+      rate_interval_us BIGINT,
+      rate_tolerance_us BIGINT,
       rate_tat_us BIGINT,
       throttled_until BIGINT,
       ready_at BIGINT GENERATED ALWAYS AS (${readyAt}) STORED`;
@@ -43,8 +44,8 @@ export function statements(dialect: Dialect): string[] {
     ...(dialect === 'postgres'
       ? [
           'CREATE SEQUENCE ordering_seq',
-          `ALTER TABLE endpoint_queues ADD COLUMN rate_limit INTEGER, ADD COLUMN rate_tat_us BIGINT,
-             ADD COLUMN throttled_until BIGINT`,
+          `ALTER TABLE endpoint_queues ADD COLUMN rate_interval_us BIGINT, ADD COLUMN rate_tolerance_us BIGINT,
+             ADD COLUMN rate_tat_us BIGINT, ADD COLUMN throttled_until BIGINT`,
           'ALTER TABLE endpoint_queues DROP COLUMN ready_at',
           `ALTER TABLE endpoint_queues ADD COLUMN ready_at BIGINT GENERATED ALWAYS AS (${readyAt}) STORED`,
         ]

@@ -11,7 +11,15 @@ WITH ready AS (
   -- Locked rows are read at their latest version; the deliveries below are read in the statement's
   -- snapshot. If the queue row changed in between (a retry or a fan-out committed just then), the
   -- deliveries read may miss rows it counted: \`changed\` keeps its next due time as a lower bound.
-  SELECT q.endpoint_id, LEAST(q.concurrency_limit, $4) - q.in_flight AS room, q.next_due_at AS latest_due,
+  -- Room: the adaptive limit's, and a rate limit's (docs/architecture.md, "Rate limits"): as many
+  -- attempts as fit before the pace runs more than its tolerance ahead of now ($5, in microseconds).
+  SELECT q.endpoint_id, q.next_due_at AS latest_due, q.rate_interval_us, q.rate_tolerance_us,
+    GREATEST(COALESCE(q.rate_tat_us, 0), $5) AS tat_from,
+    LEAST(LEAST(q.concurrency_limit, $4) - q.in_flight, CASE
+      WHEN q.rate_interval_us IS NULL THEN $3
+      WHEN $5 + q.rate_tolerance_us < GREATEST(COALESCE(q.rate_tat_us, 0), $5) THEN 0
+      ELSE ($5 + q.rate_tolerance_us - GREATEST(COALESCE(q.rate_tat_us, 0), $5)) / q.rate_interval_us + 1
+    END) AS room,
     (SELECT s.queued IS DISTINCT FROM q.queued OR s.next_due_at IS DISTINCT FROM q.next_due_at
      FROM endpoint_queues s WHERE s.endpoint_id = q.endpoint_id) AS changed
   FROM endpoint_queues q
@@ -43,9 +51,13 @@ WITH ready AS (
     in_flight = q.in_flight + n.claimed,
     queued = GREATEST(0, q.queued - n.claimed),
     next_due_at = CASE WHEN n.changed THEN LEAST(n.next_due, n.latest_due) ELSE n.next_due END,
-    concurrency_limit = LEAST(q.concurrency_limit, $4)
+    concurrency_limit = LEAST(q.concurrency_limit, $4),
+    rate_tat_us = CASE WHEN n.rate_interval_us IS NULL OR n.claimed = 0 THEN q.rate_tat_us
+      ELSE n.tat_from + n.claimed * n.rate_interval_us END,
+    throttled_until = CASE WHEN n.rate_interval_us IS NULL OR n.claimed = 0 THEN q.throttled_until
+      ELSE (n.tat_from + n.claimed * n.rate_interval_us - n.rate_tolerance_us + 999) / 1000 END
   FROM (
-    SELECT r.endpoint_id, r.changed, r.latest_due,
+    SELECT r.endpoint_id, r.changed, r.latest_due, r.tat_from, r.rate_interval_us, r.rate_tolerance_us,
       (SELECT COUNT(*) FROM claimed c WHERE c.endpoint_id = r.endpoint_id) AS claimed,
       (SELECT MIN(c.next_attempt_at) FROM candidates c
        WHERE c.endpoint_id = r.endpoint_id AND c.id NOT IN (SELECT id FROM taken)) AS next_due
@@ -60,5 +72,5 @@ SELECT c.id, c.message_id, c.endpoint_id, c.tenant_id, c.event_type, c.attempts,
 FROM claimed c JOIN messages m ON m.id = c.message_id JOIN endpoints e ON e.id = c.endpoint_id`;
 
 export async function claimPostgres(db: Db, o: ClaimOptions): Promise<ClaimedAttempt[]> {
-  return db.all<ClaimedAttempt>(CLAIM, [o.now, o.leaseUntil, o.limit, o.ceiling]);
+  return db.all<ClaimedAttempt>(CLAIM, [o.now, o.leaseUntil, o.limit, o.ceiling, o.now * 1000]);
 }

@@ -7,20 +7,43 @@ import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
 interface Ready {
   endpoint_id: string;
   room: number;
+  rate_interval_us: number | null;
+  rate_tolerance_us: number | null;
+  rate_tat_us: number | null;
+}
+
+/**
+ * How many attempts a rate limit allows now, and the pace's start (docs/architecture.md, "Rate
+ * limits"): as many as fit before the pace runs more than its tolerance ahead of now.
+ */
+function rateRoom(r: Ready, nowUs: number): { room: number; from: number } {
+  const from = Math.max(r.rate_tat_us ?? 0, nowUs);
+  if (r.rate_interval_us === null) return { room: Infinity, from };
+  const ahead = nowUs + r.rate_tolerance_us! - from;
+  return { room: ahead < 0 ? 0 : Math.floor(ahead / r.rate_interval_us) + 1, from };
 }
 
 export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttempt[]> {
   return db.transaction(async (tx) => {
     const ready = await tx.all<Ready>(
-      `SELECT endpoint_id, ${least('sqlite', 'concurrency_limit', '$2')} - in_flight AS room
+      `SELECT endpoint_id, ${least('sqlite', 'concurrency_limit', '$2')} - in_flight AS room,
+         rate_interval_us, rate_tolerance_us, rate_tat_us
        FROM endpoint_queues WHERE ready_at <= $1 ORDER BY ready_at LIMIT $3`,
       [o.now, o.ceiling, o.limit],
     );
     if (ready.length === 0) return [];
     const taken: string[] = [];
-    const settled: { item_endpoint: string; item_claimed: number; item_due: number | null }[] = [];
+    const settled: {
+      item_endpoint: string;
+      item_claimed: number;
+      item_due: number | null;
+      item_tat: number | null;
+      item_throttled: number | null;
+    }[] = [];
+    const nowUs = o.now * 1000;
     for (const r of ready) {
-      const room = Math.max(0, Math.min(r.room, o.limit - taken.length));
+      const rate = rateRoom(r, nowUs);
+      const room = Math.max(0, Math.min(r.room, rate.room, o.limit - taken.length));
       // One row past the room: what is left tells the queue its next due time.
       const rows = await tx.all<{ id: string; next_attempt_at: number }>(
         `SELECT id, next_attempt_at FROM deliveries WHERE endpoint_id = $1 AND status = 'pending'
@@ -32,10 +55,14 @@ export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttem
         taken.push(rows[claimed]!.id);
         claimed++;
       }
+      const paced = r.rate_interval_us !== null && claimed > 0;
+      const tat = paced ? rate.from + claimed * r.rate_interval_us! : null;
       settled.push({
         item_endpoint: r.endpoint_id,
         item_claimed: claimed,
         item_due: rows[claimed]?.next_attempt_at ?? null,
+        item_tat: tat,
+        item_throttled: tat === null ? null : Math.ceil((tat - r.rate_tolerance_us!) / 1000),
       });
     }
     const ids = JSON.stringify(taken);
@@ -46,13 +73,21 @@ export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttem
         [ids, o.leaseUntil, o.now],
       );
     }
-    const t = jsonRecords('sqlite', 1, { item_endpoint: 'text', item_claimed: 'int', item_due: 'bigint' });
+    const t = jsonRecords('sqlite', 1, {
+      item_endpoint: 'text',
+      item_claimed: 'int',
+      item_due: 'bigint',
+      item_tat: 'bigint',
+      item_throttled: 'bigint',
+    });
     await tx.run(
       `UPDATE endpoint_queues SET
          in_flight = in_flight + t.item_claimed,
          queued = MAX(0, queued - t.item_claimed),
          next_due_at = t.item_due,
-         concurrency_limit = MIN(concurrency_limit, $2)
+         concurrency_limit = MIN(concurrency_limit, $2),
+         rate_tat_us = COALESCE(t.item_tat, rate_tat_us),
+         throttled_until = COALESCE(t.item_throttled, throttled_until)
        FROM ${t} WHERE endpoint_queues.endpoint_id = t.item_endpoint`,
       [JSON.stringify(settled), o.ceiling],
     );

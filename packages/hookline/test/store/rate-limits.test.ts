@@ -1,0 +1,112 @@
+// Endpoint rate limits in the claim, on both stores (docs/architecture.md, "Rate limits"): claims take
+// no more than the pace allows, in any one-second window, whoever claims; a throttled endpoint is not
+// ready until its next slot; removing the limit frees it at once.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { completeDeliveries } from '../../src/store/deliveries.js';
+import { ratePace, setQueueRate, settleQueues } from '../../src/store/endpoint-queues.js';
+import { STORE_KINDS } from '../helpers/stores.js';
+import {
+  CEILING,
+  T0,
+  addDeliveries,
+  addEndpoint,
+  claimAt,
+  dueTimes,
+  openQueueStore,
+  queueOf,
+  settlement,
+  type QueueStore,
+} from './queue-fixtures.js';
+
+/** Claim times, one claim every `stepMs` from T0 for `durationMs`, finishing each attempt at once. */
+async function claimEvery(
+  store: QueueStore,
+  stepMs: number,
+  durationMs: number,
+  dbs = [store.db],
+): Promise<number[]> {
+  const times: number[] = [];
+  for (let now = T0, i = 0; now < T0 + durationMs; now += stepMs, i++) {
+    const db = dbs[i % dbs.length]!;
+    const claimed = await claimAt(db, now, 100);
+    for (const _ of claimed) times.push(now);
+    if (claimed.length > 0) {
+      // Finished at once: only the rate limit holds the endpoint back, never the concurrency limit.
+      await db.transaction(async (tx) => {
+        await completeDeliveries(
+          tx,
+          claimed.map((c) => ({ id: c.id, attempt: c.attempts, status: 200 })),
+          now,
+        );
+        await settleQueues(tx, [settlement('ep-a', { finished: claimed.length })], CEILING, now);
+      });
+    }
+  }
+  return times;
+}
+
+/** The most attempts in any window [t, t + 1000) ms. */
+function busiestSecond(times: readonly number[]): number {
+  let most = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (times[i]! - times[j]! >= 1000) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
+}
+
+describe.each(STORE_KINDS)('endpoint rate limits on %s', (kind) => {
+  let store: QueueStore;
+  beforeEach(async () => {
+    store = await openQueueStore(kind);
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+
+  it('paces claims just under the limit: never more in any one-second window, nearly as many', async () => {
+    await addEndpoint(store.db, 'ep-a');
+    await addDeliveries(store.db, 'ep-a', dueTimes(200));
+    await setQueueRate(store.db, 'ep-a', 20);
+    const times = await claimEvery(store, 5, 3000);
+    expect(busiestSecond(times)).toBeLessThanOrEqual(20);
+    // 3 % under the limit by design: over three seconds 58 attempts, give or take one.
+    expect(times.length).toBeGreaterThanOrEqual(57);
+  });
+
+  it('holds across connections claiming in turn (two workers on PostgreSQL)', async () => {
+    await addEndpoint(store.db, 'ep-a');
+    await addDeliveries(store.db, 'ep-a', dueTimes(200));
+    await setQueueRate(store.db, 'ep-a', 20);
+    const times = await claimEvery(store, 3, 2000, [store.db, store.open()]);
+    expect(busiestSecond(times)).toBeLessThanOrEqual(20);
+    expect(times.length).toBeGreaterThanOrEqual(38);
+  });
+
+  it('a throttled endpoint is not ready until its next slot; high limits claim small bursts', async () => {
+    await addEndpoint(store.db, 'ep-a');
+    await addDeliveries(store.db, 'ep-a', dueTimes(100));
+    await setQueueRate(store.db, 'ep-a', 500);
+    const { intervalUs, toleranceUs } = ratePace(500);
+    const burst = Math.floor(toleranceUs / intervalUs) + 1;
+    expect(burst).toBeGreaterThan(1);
+    expect(await claimAt(store.db, T0, 100)).toHaveLength(burst);
+    const queue = await queueOf(store.db, 'ep-a');
+    expect(queue.rate_tat_us).toBe(T0 * 1000 + burst * intervalUs);
+    expect(queue.throttled_until).toBe(Math.ceil((queue.rate_tat_us! - toleranceUs) / 1000));
+    expect(queue.ready_at).toBe(queue.throttled_until);
+    expect(await claimAt(store.db, queue.throttled_until! - 1, 100)).toEqual([]);
+    expect(await claimAt(store.db, queue.throttled_until!, 100)).toHaveLength(1);
+  });
+
+  it('removing the limit frees the endpoint at once', async () => {
+    await addEndpoint(store.db, 'ep-a');
+    await addDeliveries(store.db, 'ep-a', dueTimes(20));
+    await setQueueRate(store.db, 'ep-a', 1);
+    expect(await claimAt(store.db, T0, 100)).toHaveLength(1);
+    expect(await claimAt(store.db, T0 + 1, 100)).toEqual([]);
+    await setQueueRate(store.db, 'ep-a', null);
+    // Seven: the one claimed before is still in flight, and the adaptive limit starts at eight.
+    expect(await claimAt(store.db, T0 + 1, 100)).toHaveLength(7);
+  });
+});

@@ -82,6 +82,7 @@ describe.each(STORE_KINDS)('dead letters on %s', (kind) => {
           'hook_id',
           'id',
           'last_error',
+          'ordering_key',
           'replay_status',
           'replayed_at',
           'tenant_id',

@@ -145,6 +145,41 @@ describe.each(STORE_KINDS)('POST /v1/events on %s', (kind) => {
     },
   );
 
+  it('stores an ordering_key with its emit order, and refuses a bad one with 400', async () => {
+    const first = acceptedId(
+      await emit({ tenant_id: 'acme', type: 'user.updated', data: {}, ordering_key: 'user_1' }),
+    );
+    const second = acceptedId(
+      await emit({ tenant_id: 'acme', type: 'user.deleted', data: {}, ordering_key: `u${'x'.repeat(254)}` }),
+    );
+    const rows = await t.service.ctx.db.all<{ id: string; ordering_key: string; ordering_seq: number }>(
+      'SELECT id, ordering_key, ordering_seq FROM messages WHERE ordering_key IS NOT NULL ORDER BY ordering_seq',
+    );
+    expect(rows.map((r) => [r.id, r.ordering_key.length])).toEqual([
+      [first, 6],
+      [second, 255],
+    ]);
+    for (const bad of [
+      '',
+      'x'.repeat(256),
+      'a\u0000b',
+      'line\nbreak',
+      'tab\t',
+      '\u007f',
+      '\u0085',
+      5,
+      null,
+      {},
+    ]) {
+      expectError(
+        await emit({ tenant_id: 'acme', type: 'user.updated', data: {}, ordering_key: bad }),
+        400,
+        'validation_failed',
+      );
+    }
+    expect(await messages()).toHaveLength(2);
+  });
+
   it('answers 400 when a field is missing or unknown', async () => {
     expectError(await emit({ type: 'user.updated', data: {} }), 400, 'validation_failed');
     expectError(await emit({ tenant_id: 'acme', data: {} }), 400, 'validation_failed');

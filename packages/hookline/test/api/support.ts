@@ -18,6 +18,7 @@ export const ENDPOINT_KEYS = [
   'disabled_reason',
   'events',
   'id',
+  'rate_limit',
   'status',
   'updated_at',
   'url',
@@ -28,6 +29,7 @@ export interface EndpointJson {
   url: string;
   events: string[];
   description: string;
+  rate_limit: number | null;
   status: 'active' | 'disabled' | 'deleted';
   disabled_reason: string | null;
   created_at: string;
@@ -79,6 +81,7 @@ export interface CreateOptions {
   url?: string;
   events?: string[];
   description?: string;
+  rate_limit?: number | null;
 }
 
 /** POST /v1/webhooks and assert 201; answers the created endpoint with its secret. */
@@ -91,6 +94,7 @@ export async function createEndpoint(
     events: o.events ?? ['*'],
   };
   if (o.description !== undefined) body['description'] = o.description;
+  if (o.rate_limit !== undefined) body['rate_limit'] = o.rate_limit;
   const res = await t.call('POST', `/v1/webhooks${o.query ?? ''}`, o.key ?? t.keys.tenant, body);
   expect(res.statusCode, res.body).toBe(201);
   return res.json() as EndpointJson & { signing_secret: string };

@@ -45,6 +45,27 @@ describe.each(STORE_KINDS)('webhook endpoint limits on %s', (kind) => {
     expect(got).toMatchObject({ url: 'https://hooks.example.com/in', events: ['*'], description: '' });
   }
 
+  it('takes rate_limit 1-10,000 or null on create and patch, and refuses anything else with 400', async () => {
+    expect((await createEndpoint(t, { rate_limit: 1 })).rate_limit).toBe(1);
+    expect((await createEndpoint(t, { rate_limit: 10_000 })).rate_limit).toBe(10_000);
+    expect((await createEndpoint(t, { rate_limit: null })).rate_limit).toBeNull();
+    expect((await createEndpoint(t)).rate_limit).toBeNull();
+    for (const bad of [0, -1, 10_001, 1.5, '10', true, [], {}, 1e300]) {
+      expectError(
+        await create({ url: 'https://hooks.example.com/in', events: ['*'], rate_limit: bad }),
+        400,
+        'validation_failed',
+      );
+      expectError(await patch({ rate_limit: bad }), 400, 'validation_failed');
+    }
+    await expectUnchanged();
+    const limited = expectEndpoint(await patch({ rate_limit: 20 }));
+    expect(limited.rate_limit).toBe(20);
+    expect(expectEndpoint(await t.call('GET', `/v1/webhooks/${id}`, t.keys.tenant)).rate_limit).toBe(20);
+    expect(expectEndpoint(await patch({ rate_limit: null })).rate_limit).toBeNull();
+    await expectUnchanged();
+  });
+
   it('accepts a url of 2048 characters and refuses 2049 with 400', async () => {
     const longest = urlOfLength(2048);
     expect((await createEndpoint(t, { url: longest })).url).toBe(longest);

@@ -48,6 +48,7 @@ describe.each(STORE_KINDS)('webhook endpoints on %s', (kind) => {
         description: 'CRM sync',
         status: 'active',
         disabled_reason: null,
+        rate_limit: null,
         created_at: new Date(clock.now()).toISOString(),
         updated_at: new Date(clock.now()).toISOString(),
       });

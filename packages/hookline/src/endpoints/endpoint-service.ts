@@ -209,6 +209,8 @@ export async function deleteEndpoint(ctx: Context, tenantId: string, id: string)
   checkId(id);
   const now = ctx.clock();
   const row = await ctx.db.transaction(async (tx) => {
+    // The endpoint row is locked before its deliveries here; safe, as every transaction that locks
+    // them and then this row (recording outcomes) holds the queue row first, as this one does.
     await lockQueues(tx, [id]);
     const current = await lockForTransition(tx, tenantId, id);
     if (current.status === 'deleted') return current;

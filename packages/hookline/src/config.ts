@@ -1,4 +1,6 @@
 // The one place that reads the environment. Everything else receives a frozen, typed Config.
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 export interface Config {
@@ -16,6 +18,8 @@ export interface Config {
   readonly retryMaxMs: number;
   readonly deliveryTimeoutMs: number;
   readonly allowPrivateNetworks: boolean;
+  /** PEM certificates of HOOKLINE_CA_FILE: CAs trusted for deliveries besides the default roots. */
+  readonly extraCaCertificates: string | null;
   readonly logLevel: string;
   /** Attempts in flight per worker process, all endpoints together. */
   readonly workerConcurrency: number;
@@ -127,6 +131,38 @@ export function validateEncryptionKey(raw: string, variable = 'HOOKLINE_ENCRYPTI
   return trimmed;
 }
 
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+/** Read at start, so a missing or mistaken file stops start-up instead of failing every delivery. */
+function readCaFile(env: Env): string | null {
+  const file = env.HOOKLINE_CA_FILE?.trim();
+  if (!file) return null;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError('HOOKLINE_CA_FILE', `cannot read ${file}: ${(err as Error).message}`);
+  }
+  const pems = text.match(PEM_CERTIFICATE) ?? [];
+  if (pems.length === 0) {
+    throw new ConfigError(
+      'HOOKLINE_CA_FILE',
+      `${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`,
+    );
+  }
+  for (const [i, pem] of pems.entries()) {
+    try {
+      new X509Certificate(pem);
+    } catch (err) {
+      throw new ConfigError(
+        'HOOKLINE_CA_FILE',
+        `certificate ${i + 1} of ${file} is not valid: ${(err as Error).message}`,
+      );
+    }
+  }
+  return pems.join('\n');
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const { databaseUrl, dataDir } = readDatabaseUrl(env);
   const rawKey = env.HOOKLINE_ENCRYPTION_KEY;
@@ -167,6 +203,7 @@ export function loadConfig(env: Env = process.env): Config {
     retryMaxMs,
     deliveryTimeoutMs: readInt(env, 'HOOKLINE_DELIVERY_TIMEOUT_MS', DEFAULTS.deliveryTimeoutMs, 100, 300_000),
     allowPrivateNetworks: readBool(env, 'HOOKLINE_ALLOW_PRIVATE_NETWORKS', false),
+    extraCaCertificates: readCaFile(env),
     logLevel,
     workerConcurrency: readInt(env, 'HOOKLINE_WORKER_CONCURRENCY', DEFAULTS.workerConcurrency, 1, 10_000),
     endpointConcurrency: readInt(

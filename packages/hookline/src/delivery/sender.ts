@@ -1,6 +1,7 @@
 // The webhook HTTP client. It protects hookline from its subscribers: private addresses are refused
 // inside DNS resolution (so it connects only to the address it checked), redirects are not followed,
 // the whole attempt has one deadline, and at most a few KiB of any answer is read.
+import { rootCertificates } from 'node:tls';
 import { Agent, type Dispatcher } from 'undici';
 import { assertHostAllowed, createGuardedLookup } from '../net/index.js';
 import { parseRetryAfter } from './backoff.js';
@@ -29,7 +30,13 @@ export interface SenderOptions {
   allowPrivateNetworks: boolean;
   /** Connections kept per subscriber origin. */
   connectionsPerOrigin?: number;
+  /** PEM certificates of CAs trusted besides Node's default roots (HOOKLINE_CA_FILE). */
+  extraCaCertificates?: string | null;
 }
+
+/** Node's names for certificate verification failures, and its TLS and OpenSSL error codes. */
+const TLS_ERROR =
+  /^(ERR_TLS_|ERR_SSL_)|CERT|CRL|^UNABLE_TO_|^(INVALID_CA|INVALID_PURPOSE|PATH_LENGTH_EXCEEDED|HOSTNAME_MISMATCH)$/;
 
 function describe(err: unknown, timeoutMs: number): string {
   const e = err as {
@@ -41,7 +48,9 @@ function describe(err: unknown, timeoutMs: number): string {
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return `timed out after ${timeoutMs} ms`;
   const inner = e.cause ?? e;
   const code = inner.code ?? e.code;
-  return code ? `${code}: ${inner.message ?? e.message}` : (e.message ?? String(err));
+  const message = inner.message ?? e.message;
+  if (code && TLS_ERROR.test(code)) return `TLS: ${message} (${code})`;
+  return code ? `${code}: ${message}` : (e.message ?? String(err));
 }
 
 /** Ends attempts at their deadline. Every attempt gets the same time-out, so deadlines come due in the
@@ -100,7 +109,15 @@ export class Sender {
       connections: options.connectionsPerOrigin ?? 16,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
-      connect: { timeout: options.timeoutMs, lookup: createGuardedLookup(options.allowPrivateNetworks) },
+      connect: {
+        timeout: options.timeoutMs,
+        lookup: createGuardedLookup(options.allowPrivateNetworks),
+        // Explicit, so NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment cannot turn certificate
+        // checks off; no endpoint setting can either (docs/security.md).
+        rejectUnauthorized: true,
+        // A `ca` replaces Node's roots, so they are passed along with the extra ones.
+        ...(options.extraCaCertificates ? { ca: [...rootCertificates, options.extraCaCertificates] } : {}),
+      },
     });
   }
 

@@ -84,6 +84,7 @@ export class DeliveryWorker {
       timeoutMs: ctx.config.deliveryTimeoutMs,
       allowPrivateNetworks: ctx.config.allowPrivateNetworks,
       connectionsPerOrigin: ctx.config.endpointConcurrency,
+      extraCaCertificates: ctx.config.extraCaCertificates,
     });
     // Written outcomes free room in the endpoints' limits: the claimer may find work again.
     this.outcomes = new OutcomeWriter(ctx, () => this.claimWake.fire());

@@ -14,11 +14,13 @@ import {
   getEndpoint,
   insertEndpoint,
   listEndpoints,
+  lockEndpoint,
   updateEndpoint,
   type EndpointChanges,
   type EndpointRow,
   type EndpointStatus,
 } from '../store/endpoints.js';
+import type { Queryable } from '../store/db.js';
 import { ensureTenant } from '../store/tenants.js';
 import { secretAad } from './signing-secrets.js';
 
@@ -104,12 +106,30 @@ function checkDescription(description: string): string {
   return description;
 }
 
-async function load(ctx: Context, tenantId: string, id: string): Promise<EndpointRow> {
+function checkId(id: string): void {
   if (!isId('endpoint', id)) throw notFound('webhook endpoint');
+}
+
+async function load(ctx: Context, tenantId: string, id: string): Promise<EndpointRow> {
+  checkId(id);
   const row = await getEndpoint(ctx.db, tenantId, id);
   if (!row) throw notFound('webhook endpoint');
   return row;
 }
+
+/**
+ * Every transition decides on the row as `lockEndpoint` reads it inside the transaction that writes
+ * it, never on an earlier read: a read-then-write would let a concurrent DELETE be undone by a PATCH,
+ * or a concurrent rotation's secret be dropped (docs/security.md, "Threats and the tests that cover them").
+ */
+async function lockForTransition(tx: Queryable, tenantId: string, id: string): Promise<EndpointRow> {
+  const row = await lockEndpoint(tx, tenantId, id);
+  if (!row) throw notFound('webhook endpoint');
+  return row;
+}
+
+const endpointDeleted = () =>
+  new HooklineError('endpoint_deleted', 'this endpoint is deleted; restore it before changing it');
 
 export async function createEndpoint(
   ctx: Context,
@@ -177,54 +197,60 @@ export async function patchEndpoint(
     status?: 'active';
   },
 ): Promise<EndpointView> {
-  const row = await load(ctx, tenantId, id);
-  if (row.status === 'deleted') {
-    throw new HooklineError('endpoint_deleted', 'this endpoint is deleted; restore it before changing it');
-  }
+  // Refused before the URL check (a DNS lookup), which must stay out of the transaction.
+  if ((await load(ctx, tenantId, id)).status === 'deleted') throw endpointDeleted();
   const changes: EndpointChanges = {};
   if (input.events !== undefined) changes.events = normaliseEvents(input.events);
   if (input.url !== undefined) changes.url = await checkUrl(ctx, input.url);
   if (input.description !== undefined) changes.description = checkDescription(input.description);
   if (input.rate_limit !== undefined) changes.rate_limit = input.rate_limit;
-  if (input.status === 'active') {
+  const reenable = input.status === 'active';
+  if (reenable) {
     changes.status = 'active';
     changes.disabled_reason = null;
     changes.failing_since = null;
   }
   const now = ctx.clock();
   const updated = await ctx.db.transaction(async (tx) => {
-    // Re-enabled: a fresh start, with the deliveries that waited while it was disabled due now. The
-    // queue row goes first: the lock order (store/endpoint-queues.ts).
-    if (input.status === 'active') await releaseEndpoint(tx, id, now);
+    // The queue row goes first: the lock order (store/endpoint-queues.ts).
+    await lockQueues(tx, [id]);
+    if ((await lockForTransition(tx, tenantId, id)).status === 'deleted') throw endpointDeleted();
+    // Re-enabled: a fresh start, with the deliveries that waited while it was disabled due now.
+    if (reenable) await releaseEndpoint(tx, id, now);
     if (input.rate_limit !== undefined) await setQueueRate(tx, id, input.rate_limit);
     return updateEndpoint(tx, id, changes, now);
   });
-  if (input.status === 'active') ctx.signal.notify();
-  return toEndpointView(updated ?? row);
+  if (reenable) ctx.signal.notify();
+  return toEndpointView(updated);
 }
 
 export async function deleteEndpoint(ctx: Context, tenantId: string, id: string): Promise<EndpointView> {
-  const row = await load(ctx, tenantId, id);
-  if (row.status === 'deleted') return toEndpointView(row);
+  checkId(id);
   const now = ctx.clock();
-  const updated = await ctx.db.transaction(async (tx) => {
+  const row = await ctx.db.transaction(async (tx) => {
+    // The endpoint row is locked before its deliveries here; safe, as every transaction that locks
+    // them and then this row (recording outcomes) holds the queue row first, as this one does.
     await lockQueues(tx, [id]);
+    const current = await lockForTransition(tx, tenantId, id);
+    if (current.status === 'deleted') return current;
     await cancelForEndpoint(tx, id, now);
     return updateEndpoint(tx, id, { status: 'deleted', deleted_at: now }, now);
   });
-  return toEndpointView(updated ?? row);
+  return toEndpointView(row);
 }
 
 export async function restoreEndpoint(ctx: Context, tenantId: string, id: string): Promise<EndpointView> {
-  const row = await load(ctx, tenantId, id);
-  if (row.status !== 'deleted') {
-    throw new HooklineError(
-      'endpoint_not_deleted',
-      `this endpoint is ${row.status}, not deleted; nothing to restore`,
-    );
-  }
+  checkId(id);
   const now = ctx.clock();
-  const updated = await ctx.db.transaction(async (tx) => {
+  const row = await ctx.db.transaction(async (tx) => {
+    await lockQueues(tx, [id]);
+    const current = await lockForTransition(tx, tenantId, id);
+    if (current.status !== 'deleted') {
+      throw new HooklineError(
+        'endpoint_not_deleted',
+        `this endpoint is ${current.status}, not deleted; nothing to restore`,
+      );
+    }
     await setQueueActive(tx, id, true, now);
     return updateEndpoint(
       tx,
@@ -239,7 +265,7 @@ export async function restoreEndpoint(ctx: Context, tenantId: string, id: string
       now,
     );
   });
-  return toEndpointView(updated ?? row);
+  return toEndpointView(row);
 }
 
 export async function rotateSecret(
@@ -248,23 +274,31 @@ export async function rotateSecret(
   id: string,
   gracePeriodSeconds: number,
 ): Promise<{ id: string; signing_secret: string }> {
-  const row = await load(ctx, tenantId, id);
+  checkId(id);
   const now = ctx.clock();
   const secret = generateSecret();
-  // A rotation ends any earlier grace period: at most the new and the one just replaced remain.
-  const previous =
-    gracePeriodSeconds > 0
-      ? ctx.envelope.seal(ctx.envelope.open(row.secret, secretAad(id, 'current')), secretAad(id, 'previous'))
-      : null;
-  await updateEndpoint(
-    ctx.db,
-    id,
-    {
-      secret: ctx.envelope.seal(secret, secretAad(id, 'current')),
-      previous_secret: previous,
-      previous_secret_expires_at: previous ? now + gracePeriodSeconds * 1000 : null,
-    },
-    now,
-  );
+  const sealed = ctx.envelope.seal(secret, secretAad(id, 'current'));
+  await ctx.db.transaction(async (tx) => {
+    // The secret kept for the grace is the one current under the lock, so of two rotations at once
+    // the later keeps the earlier's. A rotation ends any earlier grace: at most two remain.
+    const row = await lockForTransition(tx, tenantId, id);
+    const previous =
+      gracePeriodSeconds > 0
+        ? ctx.envelope.seal(
+            ctx.envelope.open(row.secret, secretAad(id, 'current')),
+            secretAad(id, 'previous'),
+          )
+        : null;
+    await updateEndpoint(
+      tx,
+      id,
+      {
+        secret: sealed,
+        previous_secret: previous,
+        previous_secret_expires_at: previous ? now + gracePeriodSeconds * 1000 : null,
+      },
+      now,
+    );
+  });
   return { id, signing_secret: secret };
 }

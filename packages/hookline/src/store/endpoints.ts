@@ -58,6 +58,28 @@ export async function getEndpoint(
   return q.one<EndpointRow>('SELECT * FROM endpoints WHERE id = $1 AND tenant_id = $2', [id, tenantId]);
 }
 
+/**
+ * Reads an endpoint for a transition, inside the transaction that writes it: on PostgreSQL the row
+ * stays locked until that transaction ends, and SQLite's write transaction (BEGIN IMMEDIATE) holds off
+ * every other writer already. What the transition checks (deleted or not, the secret it replaces) is
+ * therefore still true when it writes: a PATCH cannot bring back an endpoint deleted meanwhile, and
+ * two rotations each keep the secret the other just set. Lock the endpoint's queue row first where the
+ * transition touches it (the lock order, store/endpoint-queues.ts).
+ */
+export async function lockEndpoint(
+  q: Queryable,
+  tenantId: string,
+  id: string,
+): Promise<EndpointRow | undefined> {
+  // NO KEY UPDATE, as an UPDATE of the row would take: a fan-out inserting this endpoint's deliveries
+  // (their foreign key takes KEY SHARE) is not held up, nor can it deadlock with the transition.
+  const lock = q.dialect === 'postgres' ? 'FOR NO KEY UPDATE' : '';
+  return q.one<EndpointRow>(`SELECT * FROM endpoints WHERE id = $1 AND tenant_id = $2 ${lock}`, [
+    id,
+    tenantId,
+  ]);
+}
+
 export async function getEndpointById(q: Queryable, id: string): Promise<EndpointRow | undefined> {
   return q.one<EndpointRow>('SELECT * FROM endpoints WHERE id = $1', [id]);
 }
@@ -126,12 +148,13 @@ const CHANGEABLE: readonly (keyof EndpointChanges)[] = [
   'rate_limit',
 ];
 
+/** Writes a transition decided on a row read with `lockEndpoint` in the same transaction. */
 export async function updateEndpoint(
   q: Queryable,
   id: string,
   changes: EndpointChanges,
   now: number,
-): Promise<EndpointRow | undefined> {
+): Promise<EndpointRow> {
   const sets: string[] = [];
   const params: (string | number | Buffer | null)[] = [id, now];
   for (const column of CHANGEABLE) {
@@ -139,8 +162,12 @@ export async function updateEndpoint(
     params.push(changes[column] ?? null);
     sets.push(`${column} = $${params.length}`);
   }
-  await q.run(`UPDATE endpoints SET ${[...sets, 'updated_at = $2'].join(', ')} WHERE id = $1`, params);
-  return getEndpointById(q, id);
+  const row = await q.one<EndpointRow>(
+    `UPDATE endpoints SET ${[...sets, 'updated_at = $2'].join(', ')} WHERE id = $1 RETURNING *`,
+    params,
+  );
+  if (!row) throw new Error(`endpoint ${id} vanished inside its own transition`);
+  return row;
 }
 
 /** A success ends an endpoint's failing streak. */

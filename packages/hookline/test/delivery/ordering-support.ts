@@ -1,0 +1,110 @@
+// The ordered-delivery scenario shared by the in-process suite and the PostgreSQL process suite: keys
+// × events emitted so that each key's events are acknowledged in order, to subscribers that fail at
+// random and answer slowly, and the check that each key's deliveries first succeeded in emit order at
+// every subscriber (docs/contract.md §6).
+import { expect } from 'vitest';
+import { startReceiver, type Receiver } from '../helpers/receiver.js';
+
+/** A small seeded generator, so a failure is reproducible from its seed. */
+export function seeded(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Event {
+  key: string | null;
+  n: number;
+}
+
+export interface OrderedSubscriber {
+  receiver: Receiver;
+  /** Each key's event numbers, in the order their first successful attempt was answered. */
+  firstSuccesses: Map<string, number[]>;
+  /** Unkeyed events answered 2xx, in order. */
+  unkeyedSuccesses: number;
+  /** Keys whose deliveries fail until told otherwise. */
+  failing: Set<string>;
+  /** Keys whose deliveries take this long to answer. */
+  slow: Map<string, number>;
+}
+
+/**
+ * A subscriber that answers 500 to a share of attempts (and to every attempt of a key in `failing`)
+ * and takes up to `maxDelayMs` to answer.
+ */
+export async function startOrderedSubscriber(
+  seed: number,
+  o: { failureRate?: number; maxDelayMs?: number } = {},
+): Promise<OrderedSubscriber> {
+  const random = seeded(seed);
+  const seen = new Set<string>();
+  const sub: OrderedSubscriber = {
+    receiver: null as unknown as Receiver,
+    firstSuccesses: new Map(),
+    unkeyedSuccesses: 0,
+    failing: new Set(),
+    slow: new Map(),
+  };
+  sub.receiver = await startReceiver((request) => {
+    const event = (JSON.parse(request.body) as { data: Event }).data;
+    const delayMs = sub.slow.get(event.key ?? '') ?? Math.floor(random() * (o.maxDelayMs ?? 10));
+    const fail = random() < (o.failureRate ?? 0.25) || (event.key !== null && sub.failing.has(event.key));
+    if (fail) return { status: 500, delayMs };
+    const hookId = String(request.headers['hook-id']);
+    if (!seen.has(hookId)) {
+      seen.add(hookId);
+      if (event.key === null) sub.unkeyedSuccesses++;
+      else {
+        const list = sub.firstSuccesses.get(event.key) ?? [];
+        list.push(event.n);
+        sub.firstSuccesses.set(event.key, list);
+      }
+    }
+    return { status: 200, delayMs };
+  });
+  return sub;
+}
+
+export const keyName = (k: number) => `user_${String(k).padStart(2, '0')}`;
+
+/**
+ * Emits `events` rounds: in each, one event of every key and `unkeyedPerRound` unkeyed ones, all
+ * concurrently; a round starts once the previous one is acknowledged, so each key's events are
+ * acknowledged in order while keys interleave.
+ */
+export async function emitRounds(
+  emit: (body: { type: string; data: Event; ordering_key?: string }) => Promise<void>,
+  o: { keys: number; events: number; unkeyedPerRound?: number; onRound?: (round: number) => Promise<void> },
+): Promise<void> {
+  for (let n = 0; n < o.events; n++) {
+    const batch: Promise<void>[] = [];
+    for (let k = 0; k < o.keys; k++) {
+      batch.push(emit({ type: 'user.updated', data: { key: keyName(k), n }, ordering_key: keyName(k) }));
+    }
+    for (let u = 0; u < (o.unkeyedPerRound ?? 0); u++) {
+      batch.push(emit({ type: 'user.updated', data: { key: null, n } }));
+    }
+    await Promise.all(batch);
+    await o.onRound?.(n);
+  }
+}
+
+/** Every key's events first succeeded in emit order, each exactly once counted. */
+export function expectEmitOrder(sub: OrderedSubscriber, keys: number, events: number): void {
+  const expected = Array.from({ length: events }, (_, n) => n);
+  for (let k = 0; k < keys; k++) {
+    expect(sub.firstSuccesses.get(keyName(k)), `order of ${keyName(k)}`).toEqual(expected);
+  }
+}
+
+export function deliveredCount(sub: OrderedSubscriber): number {
+  let n = sub.unkeyedSuccesses;
+  for (const list of sub.firstSuccesses.values()) n += list.length;
+  return n;
+}

@@ -254,6 +254,11 @@ export class DeliveryWorker {
         attempt: delivery.attempts,
       });
     const maxAttempts = 1 + this.ctx.config.maxRetries;
+    // A rate-limited endpoint's attempts go at their slots in its pace (docs/architecture.md, "Rate limits").
+    if (delivery.send_at != null) {
+      const wait = Number(delivery.send_at) - this.ctx.clock();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
     const started = this.ctx.clock();
     const body = opened.body(delivery);
     const secrets = opened.secrets(delivery, started);

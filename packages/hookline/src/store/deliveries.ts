@@ -212,6 +212,13 @@ export interface ClaimedAttempt {
    * to restore, and the flush skips those writes (1/0 on SQLite, boolean on PostgreSQL).
    */
   endpoint_healthy: boolean | number;
+  /**
+   * At a rate-limited endpoint, when to send (epoch ms): the attempt's slot in the pace plus a short
+   * delay. Slots are one interval apart whichever worker claimed them, so attempts sent at their slot
+   * arrive evenly spaced however long each claim took (docs/architecture.md, "Rate limits"). Null
+   * without a limit: send at once.
+   */
+  send_at: number | string | null;
 }
 
 export interface ClaimOptions {

@@ -68,9 +68,9 @@ describe.each(STORE_KINDS)('endpoint rate limits on %s', (kind) => {
     await addEndpoint(store.db, 'ep-a');
     await addDeliveries(store.db, 'ep-a', dueTimes(200));
     await setQueueRate(store.db, 'ep-a', 20);
-    const times = await claimEvery(store, 5, 3000);
+    const times = await claimEvery(store, 4, 3000);
     expect(busiestSecond(times)).toBeLessThanOrEqual(20);
-    // 3 % under the limit by design: over three seconds 58 attempts, give or take one.
+    // 4 % under the limit by design: over three seconds 57 or 58 attempts.
     expect(times.length).toBeGreaterThanOrEqual(57);
   });
 

@@ -4,6 +4,7 @@
 // deliveries, the queues' counters and the answer (payloads, URLs, secrets) all come from the same
 // statement.
 import type { Db } from '../db.js';
+import { PACED_SEND_DELAY_INTERVALS, PACED_SEND_DELAY_MAX_US } from '../endpoint-queues.js';
 import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
 
 const CLAIM = `
@@ -68,8 +69,15 @@ WITH ready AS (
 SELECT c.id, c.message_id, c.endpoint_id, c.tenant_id, c.event_type, c.attempts, c.first_headers, c.replay_of,
   c.ordering_key,
   m.payload, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
-  (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy
-FROM claimed c JOIN messages m ON m.id = c.message_id JOIN endpoints e ON e.id = c.endpoint_id`;
+  (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy,
+  -- A rate-limited attempt's slot in the pace, one interval after the one before whoever claimed it,
+  -- plus the send delay (store/endpoint-queues.ts, pacedSendDelayUs).
+  CASE WHEN r.rate_interval_us IS NOT NULL THEN (r.tat_from
+    + (ROW_NUMBER() OVER (PARTITION BY c.endpoint_id ORDER BY k.rank) - 1) * r.rate_interval_us
+    + LEAST(${PACED_SEND_DELAY_MAX_US}, ${PACED_SEND_DELAY_INTERVALS} * r.rate_interval_us)) / 1000
+  END AS send_at
+FROM claimed c JOIN messages m ON m.id = c.message_id JOIN endpoints e ON e.id = c.endpoint_id
+  JOIN candidates k ON k.id = c.id JOIN ready r ON r.endpoint_id = c.endpoint_id`;
 
 export async function claimPostgres(db: Db, o: ClaimOptions): Promise<ClaimedAttempt[]> {
   return db.all<ClaimedAttempt>(CLAIM, [o.now, o.leaseUntil, o.limit, o.ceiling, o.now * 1000]);

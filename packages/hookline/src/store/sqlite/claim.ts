@@ -2,6 +2,7 @@
 // "Claiming"). Statements cost microseconds here, with no round trip, so the per-endpoint reads are a
 // prepared statement in a loop rather than one large query; the writes are set-based like PostgreSQL's.
 import { jsonRecords, least, type Db } from '../db.js';
+import { pacedSendDelayUs } from '../endpoint-queues.js';
 import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
 
 interface Ready {
@@ -41,6 +42,7 @@ export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttem
       item_throttled: number | null;
     }[] = [];
     const nowUs = o.now * 1000;
+    const sendAt = new Map<string, number>();
     for (const r of ready) {
       const rate = rateRoom(r, nowUs);
       const room = Math.max(0, Math.min(r.room, rate.room, o.limit - taken.length));
@@ -53,6 +55,10 @@ export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttem
       let claimed = 0;
       while (claimed < room && claimed < rows.length && rows[claimed]!.next_attempt_at <= o.now) {
         taken.push(rows[claimed]!.id);
+        if (r.rate_interval_us !== null) {
+          const slot = rate.from + claimed * r.rate_interval_us;
+          sendAt.set(rows[claimed]!.id, Math.floor((slot + pacedSendDelayUs(r.rate_interval_us)) / 1000));
+        }
         claimed++;
       }
       const paced = r.rate_interval_us !== null && claimed > 0;
@@ -92,7 +98,7 @@ export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttem
       [JSON.stringify(settled), o.ceiling],
     );
     if (taken.length === 0) return [];
-    return tx.all<ClaimedAttempt>(
+    const attempts = await tx.all<ClaimedAttempt>(
       `SELECT d.id, d.message_id, d.endpoint_id, d.tenant_id, d.event_type, d.attempts, d.first_headers,
          d.replay_of, d.ordering_key, m.payload, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
          (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy
@@ -102,5 +108,7 @@ export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttem
        JOIN endpoints e ON e.id = d.endpoint_id`,
       [ids],
     );
+    for (const a of attempts) a.send_at = sendAt.get(a.id) ?? null;
+    return attempts;
   });
 }

@@ -62,12 +62,51 @@ describe('hookline CLI on the embedded default', () => {
     const listed = await runCli(['keys', 'list', '--json'], env, cwd);
     expect(listed.code).toBe(0);
     expect(listed.stdout).not.toContain(key);
-    const rows = JSON.parse(listed.stdout) as { id: string; label: string; revoked_at: string | null }[];
-    const mine = rows.find((r) => r.label === 'ci');
+    type KeyRow = { id: string; label: string; revoked_at: string | null };
+    const page = JSON.parse(listed.stdout) as { data: KeyRow[]; next_cursor: string | null };
+    const mine = page.data.find((r) => r.label === 'ci');
     expect(mine?.revoked_at).toBeNull();
     expect((await runCli(['keys', 'revoke', mine?.id ?? ''], env, cwd)).code).toBe(0);
-    const after = JSON.parse((await runCli(['keys', 'list', '--json'], env, cwd)).stdout) as typeof rows;
-    expect(after.find((r) => r.id === mine?.id)?.revoked_at).not.toBeNull();
+    const after = JSON.parse((await runCli(['keys', 'list', '--json'], env, cwd)).stdout) as typeof page;
+    expect(after.data.find((r) => r.id === mine?.id)?.revoked_at).not.toBeNull();
+  });
+
+  it('every list answers --json with one shape, {data, next_cursor}, and pages with --cursor', async () => {
+    for (const list of [
+      ['keys', 'list'],
+      ['dead-letters', 'list'],
+    ]) {
+      const result = await runCli([...list, '--json'], env, cwd);
+      expect(result.code).toBe(0);
+      expect(Object.keys(JSON.parse(result.stdout)).sort()).toEqual(['data', 'next_cursor']);
+    }
+    const all = JSON.parse((await runCli(['keys', 'list', '--json'], env, cwd)).stdout) as {
+      data: { id: string }[];
+    };
+    expect(all.data.length).toBeGreaterThan(2);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const args: string[] = [
+        'keys',
+        'list',
+        '--json',
+        '--limit',
+        '2',
+        ...(cursor ? ['--cursor', cursor] : []),
+      ];
+      const page = JSON.parse((await runCli(args, env, cwd)).stdout) as {
+        data: { id: string }[];
+        next_cursor: string | null;
+      };
+      seen.push(...page.data.map((k) => k.id));
+      cursor = page.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual(all.data.map((k) => k.id));
+    const table = await runCli(['keys', 'list', '--limit', '1'], env, cwd);
+    expect(table.stderr).toMatch(/^more: --cursor key_/m);
+    expect((await runCli(['keys', 'list', '--limit', '0'], env, cwd)).stderr).toMatch(/--limit/);
+    expect((await runCli(['keys', 'list', '--cursor', 'nope'], env, cwd)).stderr).toMatch(/cursor/);
   });
 
   it('invalid configuration stops with a message naming the variable', async () => {

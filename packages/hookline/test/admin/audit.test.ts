@@ -2,6 +2,7 @@
 // role, looks and lists aside; and an entry is part of its action's transaction, so when the entry
 // cannot be written the action does not happen either (docs/operators.md, "The audit log").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { audit, CLI_ACTOR } from '../../src/admin/audit.js';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
@@ -133,6 +134,13 @@ describe.each(STORE_KINDS)('audit log of HTTP admin actions on %s', (kind) => {
     expect(await entriesOf(() => admin('POST', '/v1/admin/tenants', { id: 'umbrella' }))).toEqual([
       expect.objectContaining({ ...byManager, action: 'tenant.create', target: 'umbrella' }),
     ]);
+  });
+
+  it('refuses to write an entry outside a transaction, where it could outlive or miss its action', async () => {
+    await expect(audit(t.service.ctx.db, CLI_ACTOR, 'test.outside', null, {}, Date.now())).rejects.toThrow(
+      /inside the transaction/,
+    );
+    expect((await auditEntries(t.service.ctx.db)).filter((e) => e.action === 'test.outside')).toEqual([]);
   });
 
   it('records nothing for lists and for actions refused before they happened', async () => {

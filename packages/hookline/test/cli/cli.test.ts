@@ -1,9 +1,19 @@
 // The hookline command as a user runs it: real process, real database, stdout/stderr/exit codes.
-import { mkdtempSync, statSync } from 'node:fs';
+import { chmodSync, mkdtempSync, realpathSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/process.js';
+import { runCli, startProcess } from '../helpers/process.js';
+
+const modeOf = (file: string) => statSync(file).mode & 0o777;
+
+/** The JSON log lines among a command's stderr. */
+function logLines(stderr: string): Record<string, unknown>[] {
+  return stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
 
 describe('hookline CLI on the embedded default', () => {
   const cwd = mkdtempSync(path.join(tmpdir(), 'hookline-cli-'));
@@ -11,15 +21,72 @@ describe('hookline CLI on the embedded default', () => {
   const env = { HOOKLINE_LOG_LEVEL: 'warn' };
   afterAll(() => {});
 
-  it('migrate creates ./data with the database and a private key file', async () => {
+  it('migrate creates ./data (0700) with the database and the key file (0600), and says once where the key is', async () => {
     const result = await runCli(['migrate'], env, cwd);
     expect(result.code).toBe(0);
     expect(result.stderr).toMatch(/schema (at|already at) version \d+/);
-    expect(statSync(path.join(cwd, 'data', 'hookline.db')).isFile()).toBe(true);
-    expect(statSync(path.join(cwd, 'data', 'encryption.key')).mode & 0o777).toBe(0o600);
+    const keyFile = path.join(cwd, 'data', 'encryption.key');
+    expect(modeOf(path.join(cwd, 'data'))).toBe(0o700);
+    expect(modeOf(path.join(cwd, 'data', 'hookline.db'))).toBe(0o600);
+    expect(modeOf(keyFile)).toBe(0o600);
+    const told = logLines(result.stderr).filter((l) => l.key_file);
+    expect(told).toEqual([expect.objectContaining({ level: 40, key_file: realpathSync(keyFile) })]);
+    expect(told[0]?.msg).toMatch(/back it up/);
     const again = await runCli(['migrate'], env, cwd);
     expect(again.code).toBe(0);
     expect(again.stderr).toMatch(/already at version/);
+    expect(again.stderr).not.toMatch(/encryption key/);
+  });
+
+  it('a database left readable by others by an earlier version is narrowed to 0600', async () => {
+    const db = path.join(cwd, 'data', 'hookline.db');
+    chmodSync(db, 0o644);
+    expect((await runCli(['migrate'], env, cwd)).code).toBe(0);
+    expect(modeOf(db)).toBe(0o600);
+  });
+
+  it('serve keeps the database, its WAL and its shared memory owner-only while it runs', async () => {
+    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'hookline-modes-')), 'state', 'data');
+    const db = path.join(dir, 'hookline.db');
+    const server = await startProcess(['serve'], {
+      HOOKLINE_DATABASE_URL: `sqlite:${db}`,
+      HOOKLINE_PORT: '0',
+    });
+    try {
+      expect(modeOf(dir)).toBe(0o700);
+      for (const file of [db, `${db}-wal`, `${db}-shm`, path.join(dir, 'encryption.key')]) {
+        expect([file, modeOf(file)]).toEqual([file, 0o600]);
+      }
+    } finally {
+      await server.kill();
+    }
+  });
+
+  it("warns once about unknown HOOKLINE_ variables, naming the likely one, but not about the test suite's", async () => {
+    const result = await runCli(
+      ['migrate'],
+      {
+        ...env,
+        HOOKLINE_RETRY_BASE: '5',
+        HOOKLINE_NOTHING_LIKE_IT: '1',
+        HOOKLINE_TEST_POSTGRES_URL: 'postgres://postgres@127.0.0.1:5432/test',
+        HOOKLINE_TEST_POSTGRES: 'required',
+      },
+      cwd,
+    );
+    expect(result.code).toBe(0);
+    const warnings = logLines(result.stderr).filter((l) => l.unknown_variables);
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        level: 40,
+        unknown_variables: ['HOOKLINE_NOTHING_LIKE_IT', 'HOOKLINE_RETRY_BASE'],
+        did_you_mean: { HOOKLINE_RETRY_BASE: 'HOOKLINE_RETRY_BASE_MS' },
+      }),
+    ]);
+    expect(warnings[0]?.msg).toContain('HOOKLINE_RETRY_BASE (did you mean HOOKLINE_RETRY_BASE_MS?)');
+    expect(logLines((await runCli(['migrate'], env, cwd)).stderr).filter((l) => l.unknown_variables)).toEqual(
+      [],
+    );
   });
 
   it('keys create prints exactly one key line on stdout', async () => {

@@ -70,9 +70,84 @@ export const DEFAULTS = {
   sqliteSynchronous: 'normal',
 } as const;
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
 type Env = Record<string, string | undefined>;
+
+/** Every variable loadConfig reads (docs/configuration.md). A `HOOKLINE_` name not here is a mistake. */
+export const KNOWN_VARIABLES = [
+  'HOOKLINE_DATABASE_URL',
+  'HOOKLINE_PORT',
+  'HOOKLINE_HOST',
+  'HOOKLINE_ENCRYPTION_KEY',
+  'HOOKLINE_PREVIOUS_ENCRYPTION_KEYS',
+  'HOOKLINE_MAX_RETRIES',
+  'HOOKLINE_RETRY_BASE_MS',
+  'HOOKLINE_RETRY_MAX_MS',
+  'HOOKLINE_DELIVERY_TIMEOUT_MS',
+  'HOOKLINE_ALLOW_PRIVATE_NETWORKS',
+  'HOOKLINE_CA_FILE',
+  'HOOKLINE_LOG_LEVEL',
+  'HOOKLINE_WORKER_CONCURRENCY',
+  'HOOKLINE_ENDPOINT_CONCURRENCY',
+  'HOOKLINE_WORKER_ADMIN_PORT',
+  'HOOKLINE_RETENTION_DAYS',
+  'HOOKLINE_CIRCUIT_BREAK_AFTER_MS',
+  'HOOKLINE_TENANT_RATE_LIMIT',
+  'HOOKLINE_SQLITE_SYNCHRONOUS',
+] as const;
+
+/**
+ * `HOOKLINE_` names the service does not read but this repository's own tools do, so they may well be
+ * set in the same shell: the test suite's and the benchmarks' (HOOKLINE_TEST_POSTGRES_URL,
+ * HOOKLINE_BENCH_POSTGRES_URL, …) and the examples' (examples/*.ts).
+ */
+const TOOL_VARIABLE = /^HOOKLINE_(TEST|BENCH)_|^HOOKLINE_(SECRET|URL|PRODUCER_KEY)$/;
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        (previous[j] ?? 0) + 1,
+        (current[j - 1] ?? 0) + 1,
+        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}
+
+/** The known variable an unknown name most likely meant, when one is close enough to be obvious. */
+function closestKnown(name: string): string | null {
+  const suffix = name.slice('HOOKLINE_'.length);
+  let best: { name: string; distance: number } | null = null;
+  for (const known of KNOWN_VARIABLES) {
+    const knownSuffix = known.slice('HOOKLINE_'.length);
+    const distance = editDistance(suffix, knownSuffix);
+    if (distance <= Math.max(2, Math.floor(knownSuffix.length / 3)) && (!best || distance < best.distance)) {
+      best = { name: known, distance };
+    }
+  }
+  return best?.name ?? null;
+}
+
+export interface UnknownVariable {
+  name: string;
+  /** The known variable it probably meant, or null. */
+  closest: string | null;
+}
+
+/** `HOOKLINE_*` variables that nothing reads: misspellings that would otherwise be silently ignored. */
+export function unknownVariables(env: Env = process.env): UnknownVariable[] {
+  const known = new Set<string>(KNOWN_VARIABLES);
+  return Object.keys(env)
+    .filter((name) => name.startsWith('HOOKLINE_') && !known.has(name) && !TOOL_VARIABLE.test(name))
+    .sort()
+    .map((name) => ({ name, closest: closestKnown(name) }));
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 function readInt(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];

@@ -3,7 +3,7 @@
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
 import { Envelope, encryptionKeyFromBase64 } from './crypto/envelope.js';
-import { loadOrCreateKeyFile } from './crypto/key-file.js';
+import { loadOrCreateKeyFile, type KeyFile } from './crypto/key-file.js';
 import type { Db } from './store/db.js';
 import { openDb } from './store/open.js';
 import { WorkSignal } from './delivery/work-signal.js';
@@ -50,7 +50,12 @@ export function createLogger(config: Config, fd: 1 | 2 = 1): Logger {
 }
 
 export async function createContext(config: Config, options: ContextOptions = {}): Promise<Context> {
-  const keyBase64 = config.encryptionKey ?? loadOrCreateKeyFile(config.dataDir ?? './data');
+  let keyBase64 = config.encryptionKey;
+  let keyFile: KeyFile | null = null;
+  if (keyBase64 === null) {
+    keyFile = loadOrCreateKeyFile(config.dataDir ?? './data');
+    keyBase64 = keyFile.key;
+  }
   const db =
     options.db ??
     (await openDb(config.databaseUrl, {
@@ -60,6 +65,13 @@ export async function createContext(config: Config, options: ContextOptions = {}
         : {}),
     }));
   const logger = options.logger ?? createLogger(config);
+  if (keyFile?.created) {
+    // Once, when the key is generated: later starts find it and say nothing (docs/security.md).
+    logger.warn(
+      { key_file: keyFile.file },
+      `generated a new encryption key in ${keyFile.file}: back it up with the database; without it stored payloads, dead letters and signing secrets cannot be read`,
+    );
+  }
   const clock = options.clock ?? Date.now;
   return {
     config,

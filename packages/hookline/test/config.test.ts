@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULTS, loadConfig } from '../src/config.js';
+import { ConfigError, DEFAULTS, KNOWN_VARIABLES, loadConfig, unknownVariables } from '../src/config.js';
 
 const KEY = Buffer.alloc(32, 7).toString('base64');
 
@@ -93,5 +94,55 @@ describe('loadConfig', () => {
       expect((err as ConfigError).variable).toBe(variable);
       expect((err as Error).message).toContain(variable);
     }
+  });
+});
+
+describe('unknown HOOKLINE_ variables', () => {
+  it('names each unknown one, with the known name it probably meant', () => {
+    expect(
+      unknownVariables({
+        HOOKLINE_RETRY_BASE: '5',
+        HOOKLINE_PROT: '9000',
+        HOOKLINE_DATABASE: 'sqlite:x.db',
+        HOOKLINE_ENCRYPTON_KEY: KEY,
+        HOOKLINE_SOMETHING_ELSE: '1',
+        HOOKLINE_PORT: '9000',
+        PATH: '/usr/bin',
+      }),
+    ).toEqual([
+      { name: 'HOOKLINE_DATABASE', closest: 'HOOKLINE_DATABASE_URL' },
+      { name: 'HOOKLINE_ENCRYPTON_KEY', closest: 'HOOKLINE_ENCRYPTION_KEY' },
+      { name: 'HOOKLINE_PROT', closest: 'HOOKLINE_PORT' },
+      { name: 'HOOKLINE_RETRY_BASE', closest: 'HOOKLINE_RETRY_BASE_MS' },
+      { name: 'HOOKLINE_SOMETHING_ELSE', closest: null },
+    ]);
+  });
+
+  it("leaves alone the variables of the repository's own tests, benchmarks and examples", () => {
+    expect(
+      unknownVariables({
+        HOOKLINE_TEST_POSTGRES_URL: 'postgres://x',
+        HOOKLINE_TEST_POSTGRES: 'required',
+        HOOKLINE_BENCH_POSTGRES_URL: 'postgres://x',
+        HOOKLINE_SECRET: 'whsec_x',
+        HOOKLINE_URL: 'http://127.0.0.1:8080',
+        HOOKLINE_PRODUCER_KEY: 'hk_p_x',
+      }),
+    ).toEqual([]);
+  });
+
+  it('knows every variable loadConfig reads and every one docs/configuration.md lists', () => {
+    const read = new Set<string>();
+    const env = new Proxy({} as Record<string, string | undefined>, {
+      get: (_target, name) => {
+        if (typeof name === 'string') read.add(name);
+        return undefined;
+      },
+    });
+    loadConfig(env);
+    expect([...read].filter((n) => n.startsWith('HOOKLINE_')).sort()).toEqual([...KNOWN_VARIABLES].sort());
+    const docs = readFileSync(new URL('../../../docs/configuration.md', import.meta.url), 'utf8');
+    const documented = new Set(docs.match(/HOOKLINE_[A-Z_]+/g));
+    expect([...documented].sort()).toEqual([...KNOWN_VARIABLES].sort());
   });
 });

@@ -1,8 +1,10 @@
-// Every operator action is recorded: who (key id and role), what, when, on what.
+// Every operator action is recorded: who (key id and role), what, when, on what (docs/operators.md,
+// "The audit log"). An entry is written in the transaction of the action it records, so an action
+// never happens unrecorded and a recorded action never fails to happen.
 import type { Principal } from '../keys/api-keys.js';
 import { newId } from '../ids.js';
 import { isoTime } from '../pagination.js';
-import { appendAudit, type AuditEntry } from '../store/audit-log.js';
+import { appendAudit, updateAuditDetails, type AuditEntry } from '../store/audit-log.js';
 import type { Queryable } from '../store/db.js';
 
 /** Who acted: an API key, or the `hookline` command run by someone with access to the configuration. */
@@ -10,16 +12,29 @@ export type Actor = Pick<Principal, 'keyId' | 'role'> | { keyId: null; role: 'cl
 
 export const CLI_ACTOR: Actor = { keyId: null, role: 'cli' };
 
+/**
+ * A handle on the database outside any transaction (a Db) has `transaction`; the `tx` a transaction
+ * hands its function does not. Refusing the former keeps an entry from being written beside its action.
+ */
+function assertInTransaction(tx: Queryable): void {
+  if ('transaction' in tx) {
+    throw new Error('audit entries are written inside the transaction of the action they record');
+  }
+}
+
+/** Records an action inside its transaction `tx`; answers the entry's id. */
 export async function audit(
-  q: Queryable,
+  tx: Queryable,
   actor: Actor,
   action: string,
   target: string | null,
   details: Record<string, unknown>,
   now: number,
-): Promise<void> {
-  await appendAudit(q, {
-    id: newId('audit', now),
+): Promise<string> {
+  assertInTransaction(tx);
+  const id = newId('audit', now);
+  await appendAudit(tx, {
+    id,
     actor_key_id: actor.keyId,
     actor_role: actor.role,
     action,
@@ -27,6 +42,21 @@ export async function audit(
     details: JSON.stringify(details),
     created_at: now,
   });
+  return id;
+}
+
+/**
+ * Brings the details of an entry up to date inside a later transaction of the same action: an action
+ * that commits in several transactions (bulk replay) has one entry, written with its first transaction
+ * and showing, after each, what has committed so far.
+ */
+export async function updateAudit(
+  tx: Queryable,
+  id: string,
+  details: Record<string, unknown>,
+): Promise<void> {
+  assertInTransaction(tx);
+  await updateAuditDetails(tx, id, JSON.stringify(details));
 }
 
 export function auditView(entry: AuditEntry) {

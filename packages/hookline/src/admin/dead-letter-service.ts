@@ -19,7 +19,7 @@ import { getDelivery, insertDeliveries } from '../store/deliveries.js';
 import type { Queryable } from '../store/db.js';
 import { getEndpointById } from '../store/endpoints.js';
 import { nextOrderingSeq } from '../store/messages.js';
-import { audit, type Actor } from './audit.js';
+import { audit, updateAudit, type Actor } from './audit.js';
 
 export function deadLetterView(row: DeadLetterSummary) {
   return {
@@ -50,11 +50,15 @@ export async function listDeadLetterViews(
   return toPage(rows, limit, deadLetterView);
 }
 
-export async function inspectDeadLetter(ctx: Context, id: string) {
-  const row = isId('deadLetter', id) ? await getDeadLetter(ctx.db, id) : undefined;
-  if (!row) throw notFound('dead letter');
-  const original = openOriginal(ctx.envelope, row.id, row.original);
-  return { ...deadLetterView(row), body: original.body, headers: original.headers };
+/** One dead letter decrypted; the look is recorded in the read's transaction, before anything is returned. */
+export async function inspectDeadLetter(ctx: Context, id: string, actor: Actor) {
+  return ctx.db.transaction(async (tx) => {
+    const row = isId('deadLetter', id) ? await getDeadLetter(tx, id) : undefined;
+    if (!row) throw notFound('dead letter');
+    const original = openOriginal(ctx.envelope, row.id, row.original);
+    await audit(tx, actor, 'dead_letter.inspect', row.id, {}, ctx.clock());
+    return { ...deadLetterView(row), body: original.body, headers: original.headers };
+  });
 }
 
 type ReplayRefusal = 'endpoint_deleted' | 'endpoint_disabled' | 'replay_in_progress';
@@ -145,29 +149,41 @@ export async function replayDeadLetters(
   actor: Actor,
   onProgress: (done: number) => void = () => {},
 ): Promise<BulkReplayResult> {
-  const result: BulkReplayResult = {
+  let result: BulkReplayResult = {
     count: 0,
     skipped: { endpoint_deleted: 0, endpoint_disabled: 0, replay_in_progress: 0 },
+  };
+  // One entry for the whole replay, written with its first transaction and updated with each later one
+  // (admin/audit.ts, updateAudit), so it shows exactly what has committed even if a batch fails.
+  let auditId: string | null = null;
+  const record = async (tx: Queryable, tally: BulkReplayResult, now: number): Promise<string> => {
+    const details = { filter, ...tally };
+    if (auditId === null) return audit(tx, actor, 'dead_letter.bulk_replay', null, details, now);
+    await updateAudit(tx, auditId, details);
+    return auditId;
   };
   let after: string | null = null;
   for (;;) {
     const batch: DeadLetterRow[] = await listReplayable(ctx.db, filter, 200, after);
     if (batch.length === 0) break;
-    // Outcomes are tallied per transaction and added once it commits: the store may run it again.
-    const outcomes = await ctx.db.transaction(async (tx) => {
+    // The tally and the entry's id are taken only once the transaction commits: the store may run it again.
+    const committed = await ctx.db.transaction(async (tx) => {
       const now = ctx.clock();
-      const queued = [];
-      for (const row of batch) queued.push(await queueReplay(ctx, tx, row, now));
-      return queued;
+      const tally = { count: result.count, skipped: { ...result.skipped } };
+      for (const row of batch) {
+        const queued = await queueReplay(ctx, tx, row, now);
+        if ('refused' in queued) tally.skipped[queued.refused] += 1;
+        else tally.count += 1;
+      }
+      return { tally, auditId: await record(tx, tally, now) };
     });
-    for (const queued of outcomes) {
-      if ('refused' in queued) result.skipped[queued.refused] += 1;
-      else result.count += 1;
-    }
+    result = committed.tally;
+    auditId = committed.auditId;
     after = batch[batch.length - 1]?.id ?? null;
     onProgress(result.count + Object.values(result.skipped).reduce((a, b) => a + b, 0));
     ctx.signal.notify();
   }
-  await audit(ctx.db, actor, 'dead_letter.bulk_replay', null, { filter, ...result }, ctx.clock());
+  // Nothing matched: the request is still recorded, with its empty result.
+  if (auditId === null) await ctx.db.transaction((tx) => record(tx, result, ctx.clock()));
   return result;
 }

@@ -8,7 +8,7 @@ import {
 } from '../admin/dead-letter-service.js';
 import type { Config } from '../config.js';
 import { HooklineError } from '../errors.js';
-import { printJson, printTable, withContext } from './one-shot.js';
+import { parseLimit, printJson, printPage, withContext } from './one-shot.js';
 
 function parseDate(value: string | undefined, flag: string): number | null {
   if (value === undefined) return null;
@@ -34,13 +34,10 @@ export function registerDeadLetterCommands(program: Command, config: Config): vo
     .option('--endpoint <id>', 'only this endpoint')
     .option('--limit <n>', 'how many (1-100)', '50')
     .option('--cursor <id>', 'continue after this id')
-    .option('--json', 'machine-readable output')
+    .option('--json', 'machine-readable output: {data, next_cursor}')
     .action(
       async (o: { tenant?: string; endpoint?: string; limit: string; cursor?: string; json?: boolean }) => {
-        const limit = Number(o.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-          throw new HooklineError('validation_failed', '--limit must be a whole number from 1 to 100');
-        }
+        const limit = parseLimit(o.limit);
         const page = await withContext(config, (ctx) =>
           listDeadLetterViews(
             ctx,
@@ -49,18 +46,20 @@ export function registerDeadLetterCommands(program: Command, config: Config): vo
             o.cursor ?? null,
           ),
         );
-        if (o.json) return printJson(page);
-        printTable(page.data, [
-          'id',
-          'tenant_id',
-          'endpoint_id',
-          'event_type',
-          'attempts',
-          'died_at',
-          'replay_status',
-          'last_error',
-        ]);
-        if (page.next_cursor) process.stderr.write(`more: --cursor ${page.next_cursor}\n`);
+        printPage(
+          page,
+          [
+            'id',
+            'tenant_id',
+            'endpoint_id',
+            'event_type',
+            'attempts',
+            'died_at',
+            'replay_status',
+            'last_error',
+          ],
+          o.json,
+        );
       },
     );
 
@@ -68,7 +67,7 @@ export function registerDeadLetterCommands(program: Command, config: Config): vo
     .description('one dead letter with its decrypted original message')
     .option('--json', 'machine-readable output')
     .action(async (id: string, o: { json?: boolean }) => {
-      const view = await withContext(config, (ctx) => inspectDeadLetter(ctx, id));
+      const view = await withContext(config, (ctx) => inspectDeadLetter(ctx, id, CLI_ACTOR));
       if (o.json) return printJson(view);
       const { body, headers, ...meta } = view;
       for (const [k, v] of Object.entries(meta)) process.stdout.write(`${k.padEnd(14)} ${v ?? '-'}\n`);

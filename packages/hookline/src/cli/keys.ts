@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
+import { CLI_ACTOR } from '../admin/audit.js';
 import type { Config } from '../config.js';
-import { createApiKey, publicApiKey } from '../keys/api-keys.js';
-import { ROLES, listApiKeys, revokeApiKey, type Role } from '../store/api-keys.js';
+import { createApiKey, listApiKeyViews, revokeKey } from '../keys/api-keys.js';
+import { ROLES, type Role } from '../store/api-keys.js';
 import { HooklineError } from '../errors.js';
-import { printJson, printTable, withContext } from './one-shot.js';
+import { parseLimit, printPage, withContext } from './one-shot.js';
 
 export function registerKeyCommands(program: Command, config: Config): void {
   const keys = program.command('keys').description('API keys');
@@ -18,29 +19,34 @@ export function registerKeyCommands(program: Command, config: Config): void {
         throw new HooklineError('validation_failed', `--role must be one of ${ROLES.join(', ')}`);
       }
       const created = await withContext(config, (ctx) =>
-        createApiKey(ctx, {
-          role: options.role as Role,
-          tenantId: options.tenant ?? null,
-          label: options.label,
-        }),
+        createApiKey(
+          ctx,
+          { role: options.role as Role, tenantId: options.tenant ?? null, label: options.label },
+          CLI_ACTOR,
+        ),
       );
       process.stdout.write(`${created.key}\n`);
     });
   keys
     .command('list')
-    .description('list keys (never their secret part)')
-    .option('--json', 'machine-readable output')
-    .action(async (options: { json?: boolean }) => {
-      const rows = await withContext(config, (ctx) => listApiKeys(ctx.db, 1000, null));
-      const views = rows.map(publicApiKey);
-      if (options.json) printJson(views);
-      else printTable(views, ['id', 'prefix', 'role', 'tenant_id', 'label', 'created_at', 'revoked_at']);
+    .description('list keys, newest first (never their secret part)')
+    .option('--limit <n>', 'how many (1-100)', '50')
+    .option('--cursor <id>', 'continue after this id')
+    .option('--json', 'machine-readable output: {data, next_cursor}')
+    .action(async (options: { limit: string; cursor?: string; json?: boolean }) => {
+      const limit = parseLimit(options.limit);
+      const page = await withContext(config, (ctx) => listApiKeyViews(ctx, limit, options.cursor ?? null));
+      printPage(
+        page,
+        ['id', 'prefix', 'role', 'tenant_id', 'label', 'created_at', 'revoked_at'],
+        options.json,
+      );
     });
   keys
     .command('revoke <id>')
     .description('revoke a key; requests with it fail at once')
     .action(async (id: string) => {
-      const row = await withContext(config, (ctx) => revokeApiKey(ctx.db, id, ctx.clock()));
+      const row = await withContext(config, (ctx) => revokeKey(ctx, id, CLI_ACTOR));
       if (!row) throw new HooklineError('not_found', `no API key ${id}`);
       process.stderr.write(`revoked ${id}\n`);
     });

@@ -2,6 +2,8 @@
 // works in any order), run, close. Logs go to stderr so stdout carries only the command's answer.
 import type { Config } from '../config.js';
 import { createContext, createLogger, type Context } from '../context.js';
+import { HooklineError } from '../errors.js';
+import type { Page } from '../pagination.js';
 import { migrate } from '../store/migrations/index.js';
 
 export async function withContext<T>(config: Config, run: (ctx: Context) => Promise<T>): Promise<T> {
@@ -13,6 +15,29 @@ export async function withContext<T>(config: Config, run: (ctx: Context) => Prom
     await ctx.signal.close();
     await ctx.db.close();
   }
+}
+
+/** `--limit` of a list command: a whole number from 1 to 100, like the API's `?limit=`. */
+export function parseLimit(raw: string): number {
+  const limit = Number(raw);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+    throw new HooklineError('validation_failed', '--limit must be a whole number from 1 to 100');
+  }
+  return limit;
+}
+
+/**
+ * Prints one page of a list: with --json the API's page shape `{data, next_cursor}` (every list
+ * command answers this one shape), else a table, and where the next page starts on stderr.
+ */
+export function printPage<T extends Record<string, unknown>>(
+  page: Page<T>,
+  columns: string[],
+  json: boolean | undefined,
+): void {
+  if (json) return printJson(page);
+  printTable(page.data, columns);
+  if (page.next_cursor) process.stderr.write(`more: --cursor ${page.next_cursor}\n`);
 }
 
 export function printJson(value: unknown): void {

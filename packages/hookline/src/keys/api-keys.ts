@@ -3,9 +3,17 @@
 import type { Context } from '../context.js';
 import { constantTimeEqualHex, randomToken, sha256Hex } from '../crypto/hashing.js';
 import { HooklineError } from '../errors.js';
-import { newId } from '../ids.js';
-import { isoTime } from '../pagination.js';
-import { findApiKeyByHash, insertApiKey, type ApiKeyRow, type Role } from '../store/api-keys.js';
+import { isId, newId } from '../ids.js';
+import { checkCursor, isoTime, toPage } from '../pagination.js';
+import { audit, type Actor } from '../admin/audit.js';
+import {
+  findApiKeyByHash,
+  insertApiKey,
+  listApiKeys,
+  revokeApiKey,
+  type ApiKeyRow,
+  type Role,
+} from '../store/api-keys.js';
 import { ensureTenant } from '../store/tenants.js';
 import { assertTenantId } from '../tenants.js';
 
@@ -22,9 +30,11 @@ export interface CreatedKey {
   record: ApiKeyRow;
 }
 
+/** Creates a key; `actor` (who asked for it) is recorded in the audit log in the same transaction. */
 export async function createApiKey(
   ctx: Context,
   input: { role: Role; tenantId?: string | null; label?: string },
+  actor: Actor,
 ): Promise<CreatedKey> {
   const tenantId = input.tenantId ?? null;
   if (input.role === 'tenant') {
@@ -51,8 +61,22 @@ export async function createApiKey(
   await ctx.db.transaction(async (tx) => {
     await insertApiKey(tx, record);
     if (tenantId !== null) await ensureTenant(tx, tenantId, now);
+    await audit(tx, actor, 'api_key.create', record.id, { role: record.role, tenant_id: tenantId }, now);
   });
   return { key, record };
+}
+
+/** Revokes a key (undefined: no such key), recorded in the same transaction; this process forgets it at once. */
+export async function revokeKey(ctx: Context, id: string, actor: Actor): Promise<ApiKeyRow | undefined> {
+  if (!isId('apiKey', id)) return undefined;
+  const row = await ctx.db.transaction(async (tx) => {
+    const now = ctx.clock();
+    const revoked = await revokeApiKey(tx, id, now);
+    if (revoked) await audit(tx, actor, 'api_key.revoke', revoked.id, {}, now);
+    return revoked;
+  });
+  forgetKeys(ctx);
+  return row;
 }
 
 /**
@@ -92,6 +116,12 @@ export async function authenticate(ctx: Context, key: string | undefined): Promi
   if (cache.size >= KEY_CACHE_MAX) cache.clear();
   cache.set(key, { principal, until: now + KEY_CACHE_MS });
   return principal;
+}
+
+/** A page of keys, newest first, never their secret part (the API's and the CLI's list). */
+export async function listApiKeyViews(ctx: Context, limit: number, cursor: string | null) {
+  const rows = await listApiKeys(ctx.db, limit + 1, checkCursor(cursor, 'apiKey'));
+  return toPage(rows, limit, publicApiKey);
 }
 
 export function publicApiKey(row: ApiKeyRow) {

@@ -1,6 +1,7 @@
 // Keys, roles and tenancy (docs/contract.md §1): 401 without a valid key, 403 for the wrong role, and a
 // tenant never sees another tenant's endpoints (404, never 403).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_ACTOR } from '../../src/admin/audit.js';
 import { createApiKey, KEY_CACHE_MS } from '../../src/keys/api-keys.js';
 import { revokeApiKey } from '../../src/store/api-keys.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -27,7 +28,7 @@ describe.each(STORE_KINDS)('authentication and tenancy on %s', (kind) => {
   let revoked: string;
   beforeAll(async () => {
     t = await startTestService(kind);
-    const created = await createApiKey(t.service.ctx, { role: 'instance_manager' });
+    const created = await createApiKey(t.service.ctx, { role: 'instance_manager' }, CLI_ACTOR);
     await revokeApiKey(t.service.ctx.db, created.record.id, Date.now());
     revoked = created.key;
   });
@@ -85,7 +86,7 @@ describe.each(STORE_KINDS)('authentication and tenancy on %s', (kind) => {
   });
 
   it('stops accepting a key the moment it is revoked through this API', async () => {
-    const created = await createApiKey(t.service.ctx, { role: 'tenant', tenantId: 'acme' });
+    const created = await createApiKey(t.service.ctx, { role: 'tenant', tenantId: 'acme' }, CLI_ACTOR);
     expect((await t.call('GET', '/v1/webhooks', created.key)).statusCode).toBe(200);
     const res = await t.call('DELETE', `/v1/admin/api-keys/${created.record.id}`, t.keys.instance_manager);
     expect(res.statusCode, res.body).toBe(200);
@@ -96,7 +97,7 @@ describe.each(STORE_KINDS)('authentication and tenancy on %s', (kind) => {
     let now = Date.now();
     const other = await startTestService(kind, { clock: () => now });
     try {
-      const created = await createApiKey(other.service.ctx, { role: 'tenant', tenantId: 'acme' });
+      const created = await createApiKey(other.service.ctx, { role: 'tenant', tenantId: 'acme' }, CLI_ACTOR);
       expect((await other.call('GET', '/v1/webhooks', created.key)).statusCode).toBe(200);
       await revokeApiKey(other.service.ctx.db, created.record.id, now);
       now += KEY_CACHE_MS + 1;

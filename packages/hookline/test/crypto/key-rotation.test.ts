@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '@hookline/consumer';
 import { loadConfig } from '../../src/config.js';
+import { CLI_ACTOR } from '../../src/admin/audit.js';
 import { createApiKey } from '../../src/keys/api-keys.js';
 import { createEndpoint } from '../../src/endpoints/endpoint-service.js';
 import { startService } from '../../src/service.js';
@@ -36,7 +37,7 @@ describe.each(STORE_KINDS)('encryption key rotation on %s', (kind) => {
     const before = await start({ HOOKLINE_ENCRYPTION_KEY: oldKey }, false);
     const endpoint = await createEndpoint(before.ctx, 'acme', { url: receiver.url, events: ['*'] });
     const { id } = await before.emitter.emit({ tenantId: 'acme', type: 'user.updated', data: { n: 1 } });
-    await createApiKey(before.ctx, { role: 'producer' });
+    await createApiKey(before.ctx, { role: 'producer' }, CLI_ACTOR);
     await before.close();
 
     const after = await start(

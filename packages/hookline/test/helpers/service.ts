@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.js';
+import { CLI_ACTOR } from '../../src/admin/audit.js';
 import { createApiKey } from '../../src/keys/api-keys.js';
 import { startService, type Service, type ServiceOptions } from '../../src/service.js';
 import type { Role } from '../../src/store/api-keys.js';
@@ -58,7 +59,7 @@ export async function startTestService(
     ...(options.clock ? { clock: options.clock } : {}),
   });
   const keyFor = async (role: Role, tenantId = 'acme') =>
-    (await createApiKey(service.ctx, { role, tenantId: role === 'tenant' ? tenantId : null })).key;
+    (await createApiKey(service.ctx, { role, tenantId: role === 'tenant' ? tenantId : null }, CLI_ACTOR)).key;
   const keys = {
     tenant: await keyFor('tenant'),
     producer: await keyFor('producer'),

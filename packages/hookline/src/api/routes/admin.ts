@@ -9,16 +9,13 @@ import {
   replayDeadLetter,
   replayDeadLetters,
 } from '../../admin/dead-letter-service.js';
+import { registerTenant } from '../../admin/tenant-service.js';
 import { deliveryStats, listTenantViews, tenantEndpointHealth } from '../../admin/overview-service.js';
-import { audit } from '../../admin/audit.js';
 import type { Context } from '../../context.js';
 import { HooklineError, notFound } from '../../errors.js';
-import { isId } from '../../ids.js';
 import { checkCursor, toPage } from '../../pagination.js';
-import { createApiKey, publicApiKey, forgetKeys } from '../../keys/api-keys.js';
-import { listApiKeys, revokeApiKey } from '../../store/api-keys.js';
+import { createApiKey, listApiKeyViews, publicApiKey, revokeKey } from '../../keys/api-keys.js';
 import { listAudit } from '../../store/audit-log.js';
-import { ensureTenant } from '../../store/tenants.js';
 import { principalOf } from '../auth.js';
 import { IdParam, authErrors, emptyBodyAsObject, page } from '../schemas/common.js';
 import {
@@ -86,9 +83,7 @@ export function adminRoutes(ctx: Context): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        const view = await inspectDeadLetter(ctx, request.params.id);
-        await audit(ctx.db, principalOf(request), 'dead_letter.inspect', view.id, {}, ctx.clock());
-        return view;
+        return inspectDeadLetter(ctx, request.params.id, principalOf(request));
       },
     );
 
@@ -150,18 +145,14 @@ export function adminRoutes(ctx: Context): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const created = await createApiKey(ctx, {
-          role: request.body.role,
-          tenantId: request.body.tenant_id ?? null,
-          label: request.body.label ?? '',
-        });
-        await audit(
-          ctx.db,
+        const created = await createApiKey(
+          ctx,
+          {
+            role: request.body.role,
+            tenantId: request.body.tenant_id ?? null,
+            label: request.body.label ?? '',
+          },
           principalOf(request),
-          'api_key.create',
-          created.record.id,
-          { role: created.record.role, tenant_id: created.record.tenant_id },
-          ctx.clock(),
         );
         return reply.status(201).send({ ...publicApiKey(created.record), key: created.key });
       },
@@ -180,9 +171,7 @@ export function adminRoutes(ctx: Context): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        const limit = request.query.limit ?? 20;
-        const rows = await listApiKeys(ctx.db, limit + 1, checkCursor(request.query.cursor, 'apiKey'));
-        return toPage(rows, limit, publicApiKey);
+        return listApiKeyViews(ctx, request.query.limit ?? 20, request.query.cursor ?? null);
       },
     );
 
@@ -199,12 +188,8 @@ export function adminRoutes(ctx: Context): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        const row = isId('apiKey', request.params.id)
-          ? await revokeApiKey(ctx.db, request.params.id, ctx.clock())
-          : undefined;
+        const row = await revokeKey(ctx, request.params.id, principalOf(request));
         if (!row) throw notFound('API key');
-        forgetKeys(ctx);
-        await audit(ctx.db, principalOf(request), 'api_key.revoke', row.id, {}, ctx.clock());
         return publicApiKey(row);
       },
     );
@@ -237,8 +222,7 @@ export function adminRoutes(ctx: Context): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        await ensureTenant(ctx.db, request.body.id, ctx.clock());
-        await audit(ctx.db, principalOf(request), 'tenant.create', request.body.id, {}, ctx.clock());
+        await registerTenant(ctx, request.body.id, principalOf(request));
         return reply.status(201).send({ id: request.body.id });
       },
     );

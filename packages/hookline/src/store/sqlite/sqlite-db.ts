@@ -1,9 +1,8 @@
 // better-sqlite3 is synchronous and has one connection, so an async transaction must hold every other
 // statement back until it ends: a small mutex queues them. Statements outside a transaction run at once.
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Db, Queryable, SqlValue } from '../db.js';
+import { preparePrivateDatabaseFile } from './private-files.js';
 import { ThreadLock } from './thread-lock.js';
 
 interface Prepared {
@@ -46,7 +45,7 @@ export class SqliteDb implements Db {
   readonly threadLock: ThreadLock;
 
   constructor(file: string, options: SqliteOptions = {}) {
-    if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+    if (file !== ':memory:') preparePrivateDatabaseFile(file);
     this.conn = new Database(file);
     this.conn.pragma('journal_mode = WAL');
     this.conn.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);

@@ -20,8 +20,9 @@ export interface ForbiddenText {
 }
 
 /**
- * The first string (or object key) in `value` holding forbidden text, or null. Walks without recursion: a 256 KiB body can nest arrays 100,000 deep. `skip` names
- * top-level fields that are opaque payload, stored encrypted and sent on byte for byte.
+ * The first string (or object key) in `value` holding forbidden text, or null. Walks without
+ * recursion: a 256 KiB body can nest arrays 100,000 deep. `skip` names top-level fields that are
+ * opaque payload, stored encrypted and sent on byte for byte.
  */
 export function findForbiddenText(
   value: unknown,

@@ -17,7 +17,6 @@ const CASES: [string, 'im' | 'tenant' | 'producer', string, string, unknown, Reg
     undefined,
     /querystring\/endpoint_id .*NUL/,
   ],
-
   ['path id', 'im', 'GET', '/v1/admin/dead-letters/dl_%00', undefined, /params\/id .*NUL/],
   ['path id', 'im', 'DELETE', '/v1/admin/api-keys/%00', undefined, /params\/id .*NUL/],
   ['path id', 'tenant', 'PATCH', '/v1/webhooks/%00', { description: 'x' }, /params\/id .*NUL/],

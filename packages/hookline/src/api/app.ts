@@ -10,7 +10,8 @@ import { HooklineError } from '../errors.js';
 import type { Emitter } from '../events/emit.js';
 import { MAX_EVENT_BODY_BYTES } from '../events/emit.js';
 import { registerAuth } from './auth.js';
-import { onFrameworkError, registerErrorHandling } from './errors.js';
+import { onClientError } from './client-error.js';
+import { errorBody, onFrameworkError, registerErrorHandling } from './errors.js';
 import { findForbiddenText } from './input-text.js';
 import { adminRoutes } from './routes/admin.js';
 import { eventRoutes } from './routes/events.js';
@@ -62,7 +63,24 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
     // The router's own errors (an id that is not valid percent-encoding, or longer than the router
     // will match) never reach setErrorHandler; without this they answer in Fastify's shape, not ours.
     frameworkErrors: onFrameworkError,
+    // Refusals node:http makes before any route runs (431 headers too large, 400 not HTTP) answer
+    // in the one error shape too, instead of Fastify's own.
+    clientErrorHandler: onClientError,
+    // Fastify's own 503 while closing has its own shape; the onRequest hook below answers instead.
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    return reply
+      .status(503)
+      .header('connection', 'close')
+      .send(errorBody('shutting_down', 'the server is shutting down; retry on another instance'));
+  });
 
   // One check for every route, before its schema: no string anywhere in the path, query, headers or
   // body may hold NUL or an unpaired surrogate (src/api/input-text.ts says why).

@@ -47,7 +47,10 @@ const DRAIN_TIMEOUT_MS = 30_000;
  */
 function drain(raw: IncomingMessage): Promise<boolean> {
   if (raw.complete) return Promise.resolve(true);
-  if (Number(raw.headers['content-length']) > MAX_DRAINED_BODY_BYTES) return Promise.resolve(false);
+  // A client that went away, or announced more than the bound, is not waited for.
+  if (raw.destroyed || Number(raw.headers['content-length']) > MAX_DRAINED_BODY_BYTES) {
+    return Promise.resolve(false);
+  }
   return new Promise((resolve) => {
     let bytes = 0;
     const finish = (ended: boolean) => {

@@ -12,6 +12,9 @@ export const ERROR_STATUS = {
   unknown_event_type: 400,
   invalid_event_data: 400,
   invalid_tenant_id: 400,
+  bad_request: 400,
+  request_timeout: 408,
+  headers_too_large: 431,
   unsupported_media_type: 415,
   unauthorized: 401,
   forbidden: 403,
@@ -24,6 +27,7 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   rate_limited: 429,
   not_ready: 503,
+  shutting_down: 503,
   internal_error: 500,
 } as const;
 

@@ -6,10 +6,13 @@ import formatsPlugin from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { consoleRoutes } from '../console/routes.js';
 import type { Context } from '../context.js';
+import { HooklineError } from '../errors.js';
 import type { Emitter } from '../events/emit.js';
 import { MAX_EVENT_BODY_BYTES } from '../events/emit.js';
 import { registerAuth } from './auth.js';
-import { onFrameworkError, registerErrorHandling } from './errors.js';
+import { onClientError } from './client-error.js';
+import { errorBody, onFrameworkError, registerErrorHandling } from './errors.js';
+import { findForbiddenText } from './input-text.js';
 import { adminRoutes } from './routes/admin.js';
 import { eventRoutes } from './routes/events.js';
 import { serviceRoutes } from './routes/service.js';
@@ -17,6 +20,16 @@ import { webhookRoutes } from './routes/webhooks.js';
 import { ErrorBody } from './schemas/common.js';
 import { Endpoint } from './schemas/webhooks.js';
 import { ApiKey, DeadLetter } from './schemas/admin.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Top-level body fields that are opaque payload (the event's `data`): stored encrypted and sent
+     * on byte for byte, so they are not checked for NUL and unpaired surrogates.
+     */
+    payloadFields?: readonly string[];
+  }
+}
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
 const addFormats = formatsPlugin as unknown as (ajv: Ajv) => Ajv;
@@ -50,7 +63,39 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
     // The router's own errors (an id that is not valid percent-encoding, or longer than the router
     // will match) never reach setErrorHandler; without this they answer in Fastify's shape, not ours.
     frameworkErrors: onFrameworkError,
+    // Refusals node:http makes before any route runs (431 headers too large, 400 not HTTP) answer
+    // in the one error shape too, instead of Fastify's own.
+    clientErrorHandler: onClientError,
+    // Fastify's own 503 while closing has its own shape; the onRequest hook below answers instead.
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    return reply
+      .status(503)
+      .header('connection', 'close')
+      .send(errorBody('shutting_down', 'the server is shutting down; retry on another instance'));
+  });
+
+  // One check for every route, before its schema: no string anywhere in the path, query, headers or
+  // body may hold NUL or an unpaired surrogate (src/api/input-text.ts says why).
+  app.addHook('preValidation', async (request) => {
+    const problem =
+      findForbiddenText(request.params, 'params') ??
+      findForbiddenText(request.query, 'querystring') ??
+      findForbiddenText(request.headers, 'headers') ??
+      findForbiddenText(request.body, 'body', request.routeOptions.config.payloadFields);
+    // A cursor is opaque to clients: whatever is wrong with it, it is not one this API returned.
+    if (problem) {
+      const code = problem.path === 'querystring/cursor' ? 'invalid_cursor' : 'validation_failed';
+      throw new HooklineError(code, problem.message);
+    }
+  });
 
   const ajv = validators();
   app.setValidatorCompiler(({ schema, httpPart }) =>

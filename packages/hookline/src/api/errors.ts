@@ -1,5 +1,6 @@
 // Maps every error to the one JSON shape `{error: {code, message}}`. Unknown errors are a 500 with no
 // detail for the client, logged with their stack for the operator.
+import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DecryptionError } from '../crypto/envelope.js';
 import { HooklineError, type ErrorCode } from '../errors.js';
@@ -34,9 +35,56 @@ function fromFastify(err: FastifyError): HooklineError | null {
   return null;
 }
 
+/** The most of a refused body the server reads and throws away, so the client can read its 413. */
+export const MAX_DRAINED_BODY_BYTES = 16 * 1024 * 1024;
+/** How long it waits for that before it answers and closes anyway. */
+const DRAIN_TIMEOUT_MS = 30_000;
+
+/**
+ * Reads the rest of a body that is too large and discards it; true when it ended within the bounds.
+ * Answering while the client still sends and then closing makes the kernel reset the connection,
+ * and node:http and undici clients then see EPIPE or ECONNRESET instead of the 413 (docs/errors.md).
+ */
+function drain(raw: IncomingMessage): Promise<boolean> {
+  if (raw.complete) return Promise.resolve(true);
+  // A client that went away, or announced more than the bound, is not waited for.
+  if (raw.destroyed || Number(raw.headers['content-length']) > MAX_DRAINED_BODY_BYTES) {
+    return Promise.resolve(false);
+  }
+  return new Promise((resolve) => {
+    let bytes = 0;
+    const finish = (ended: boolean) => {
+      clearTimeout(timer);
+      raw.off('data', onData);
+      raw.off('end', onEnd);
+      raw.off('error', onFail);
+      raw.off('close', onFail);
+      resolve(ended);
+    };
+    const onData = (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes > MAX_DRAINED_BODY_BYTES) finish(false);
+    };
+    const onEnd = () => finish(true);
+    const onFail = () => finish(raw.complete);
+    const timer = setTimeout(() => finish(false), DRAIN_TIMEOUT_MS);
+    raw.on('data', onData);
+    raw.once('end', onEnd);
+    raw.once('error', onFail);
+    raw.once('close', onFail);
+    raw.resume();
+  });
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError, request, reply) => {
+  app.setErrorHandler(async (err: FastifyError, request, reply) => {
     const known = err instanceof HooklineError ? err : fromFastify(err);
+    if (known?.status === 413) {
+      // Fastify asks to close the connection, as the client may still be sending; once the body
+      // has been read to its end the connection is clean and can stay open.
+      if (await drain(request.raw)) reply.removeHeader('connection');
+      else reply.header('connection', 'close');
+    }
     if (known) {
       return reply.status(known.status).send(errorBody(known.code, known.message));
     }

@@ -4,6 +4,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Context } from '../context.js';
+import { onClientError } from './client-error.js';
 
 export interface HealthServer {
   address: string;
@@ -58,6 +59,7 @@ export async function startHealthServer(ctx: Context, port: number, host: string
       else res.destroy();
     });
   });
+  server.on('clientError', onClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

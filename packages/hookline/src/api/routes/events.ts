@@ -11,7 +11,8 @@ export function eventRoutes(ctx: Context, emitter: Emitter): FastifyPluginAsyncT
     app.post(
       '/v1/events',
       {
-        config: { roles: ['producer', 'instance_manager'] },
+        // `data` is the payload: encrypted at rest and sent on byte for byte, NUL included.
+        config: { roles: ['producer', 'instance_manager'], payloadFields: ['data'] },
         schema: {
           tags: ['events'],
           security: [{ bearer: [] }],

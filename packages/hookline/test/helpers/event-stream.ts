@@ -26,6 +26,7 @@ export function startEventStream(
   let running = true;
   let n = 0;
   const loop = async () => {
+    let seen = 0;
     while (running) {
       try {
         const res = await fetch(`${address()}/v1/events`, {
@@ -43,7 +44,10 @@ export function startEventStream(
       } catch {
         failed++;
       }
-      await new Promise((r) => setTimeout(r, options.pauseMs ?? 5));
+      // After a failure, a pause that does not spin on a service that is down.
+      const pause = options.pauseMs ?? 5;
+      await new Promise((r) => setTimeout(r, failed > seen ? Math.max(pause, 20) : pause));
+      seen = failed;
     }
   };
   const loops = Promise.all(Array.from({ length: options.concurrency ?? 1 }, loop));

@@ -2,6 +2,7 @@
 // a stalled transaction's session is ended and its work runs again on a fresh connection; a statement
 // stuck behind another session's lock gives up. (SQLite has no sessions: one process, one writer.)
 import { randomBytes } from 'node:crypto';
+import { connect, createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PgDb, SESSION_LIMITS } from '../../src/store/postgres/pg-db.js';
@@ -76,4 +77,34 @@ describe.runIf(STORE_KINDS.includes('postgres'))('PostgreSQL session limits', ()
     await admin.query('ROLLBACK');
     expect(await db.transaction((tx) => tx.run('UPDATE t SET n = n + 1 WHERE id = 1'))).toBe(1);
   });
+
+  it('answers a readiness ping with an error when the server stops answering', async () => {
+    const { schema } = await setup();
+    // A TCP relay to the server that can go silent: connections stay open, nothing comes back, as
+    // with a frozen server or a network that drops packets.
+    const target = new URL(PG_URL);
+    let silent = false;
+    const sockets = new Set<Socket>();
+    const relay = createServer((client) => {
+      const upstream = connect(Number(target.port || 5432), target.hostname);
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on('error', () => {});
+      }
+      client.on('data', (d) => !silent && upstream.write(d));
+      upstream.on('data', (d) => !silent && client.write(d));
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    cleanup.push(async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => relay.close(r));
+    });
+    const via = new URL(PG_URL);
+    via.host = `127.0.0.1:${(relay.address() as { port: number }).port}`;
+    const db = new PgDb({ connectionString: via.toString(), schema });
+    cleanup.push(() => Promise.race([db.close(), new Promise((r) => setTimeout(r, 100))]));
+    await db.ping(); // a pooled connection now exists
+    silent = true;
+    await expect(db.ping()).rejects.toThrow(/did not answer/);
+  }, 20_000);
 });

@@ -8,6 +8,8 @@ export interface ReceivedRequest {
   headers: IncomingHttpHeaders;
   body: string;
   at: number;
+  /** The sender's port: tells apart the connections of several senders. */
+  remotePort: number;
 }
 
 export interface Reply {
@@ -44,6 +46,7 @@ export async function startReceiver(responder: Responder = () => ({ status: 200 
         headers: req.headers,
         body: Buffer.concat(chunks).toString('utf8'),
         at: Date.now(),
+        remotePort: req.socket.remotePort ?? 0,
       };
       const index = requests.push(received) - 1;
       for (const w of waiters.filter((w) => requests.length >= w.count)) w.resolve();

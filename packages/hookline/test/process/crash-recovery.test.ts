@@ -1,6 +1,8 @@
 // A worker killed with SIGKILL in the middle of an attempt loses nothing: its lease expires and another
-// worker delivers the same message (same hook-id) to completion.
+// worker delivers the same message (same hook-id) to completion. An API killed during ingest loses no
+// acknowledged event.
 import { afterEach, describe, expect, it } from 'vitest';
+import { startEventStream, tally } from '../helpers/event-stream.js';
 import { startReceiver, eventually, type Receiver } from '../helpers/receiver.js';
 import { testEnv } from '../helpers/service.js';
 import { runCli, startProcess, type RunningProcess } from '../helpers/process.js';
@@ -72,4 +74,57 @@ describe.each(STORE_KINDS)('crash recovery on %s', (kind) => {
       n: 0,
     });
   }, 60_000);
+});
+
+// The API process SIGKILLed while events stream in, then started again on the same database: an event
+// answered 202 was committed before the answer (docs/contract.md §4.2), so it is delivered; an event is
+// never stored twice (it would arrive under two hook-ids).
+describe.each(STORE_KINDS)('API killed during ingest on %s', (kind) => {
+  const cleanup: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn().catch(() => {});
+  });
+
+  it('delivers every acknowledged event exactly under its own hook-id', async () => {
+    const database = await createTestDatabase(kind);
+    cleanup.push(() => database.drop());
+    const env = testEnv(database, { HOOKLINE_MAX_RETRIES: '20' });
+    const tenantKey = (
+      await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)
+    ).stdout.trim();
+    const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
+    const receiver = await startReceiver(() => ({ status: 200 }));
+    cleanup.push(() => receiver.close());
+
+    // `serve` with its delivery thread: the kill takes ingest and attempts in flight down together.
+    let api = await startProcess(['serve'], env);
+    cleanup.push(() => api.kill('SIGKILL'));
+    const created = await fetch(`${api.address}/v1/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenantKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: receiver.url, events: ['*'] }),
+    });
+    expect(created.status).toBe(201);
+
+    const stream = startEventStream(() => api.address, producerKey, { concurrency: 8, pauseMs: 0 });
+    cleanup.push(() => stream.stop());
+    await eventually(() => stream.accepted.length >= 300, 30_000);
+    const failedBefore = stream.failed();
+    await api.kill('SIGKILL');
+    const acceptedAtKill = stream.accepted.length;
+    api = await startProcess(['serve'], env);
+    await eventually(() => stream.accepted.length > acceptedAtKill + 100, 30_000);
+    await stream.stop();
+    // Requests under way when the process died got no answer: they are the producer's to retry.
+    expect(stream.failed()).toBeGreaterThan(failedBefore);
+
+    const counts = await eventually(() => {
+      const t = tally(stream.accepted, receiver.requests);
+      return t.lost === 0 ? t : undefined;
+    }, 60_000).catch(() => tally(stream.accepted, receiver.requests));
+    console.log(`API SIGKILL during ingest (${kind}): ${counts.summary} unanswered=${stream.failed()}`);
+    expect(counts.lost).toBe(0);
+    expect(counts.duplicated).toBe(0);
+    expect(counts.delivered).toBe(stream.accepted.length);
+  }, 120_000);
 });

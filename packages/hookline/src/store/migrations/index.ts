@@ -43,7 +43,13 @@ export async function migrate(
   const applied: number[] = [];
   await db.transaction(async (tx) => {
     applied.length = 0; // the store may run this again after a lost deadlock
-    if (db.dialect === 'postgres') await tx.one('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    if (db.dialect === 'postgres') {
+      // Processes starting together wait here while one migrates, and an index build on a big table
+      // takes long: the session limits for ordinary work (store/postgres/pg-db.ts) do not apply.
+      await tx.run('SET LOCAL lock_timeout = 0');
+      await tx.run('SET LOCAL statement_timeout = 0');
+      await tx.one('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    }
     await tx.run(
       `CREATE TABLE IF NOT EXISTS schema_migrations (
         version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`,

@@ -10,6 +10,43 @@ const INT8_OID = 20;
 const RETRYABLE = new Set(['40P01', '40001']);
 const MAX_TRANSACTION_ATTEMPTS = 3;
 
+/**
+ * Limits every hookline session gets from the server (docs/operators.md, "PostgreSQL sessions"). A
+ * process that stalls inside a transaction (SIGSTOP, a swapped-out VM, a debugger) would otherwise keep
+ * its row locks, and with them every other worker's reaper and claims, for as long as it stalls: the
+ * server ends such a session instead. hookline's transactions touch only the database and last
+ * milliseconds, so these never cut into real work. Each may be overridden by a query parameter of the
+ * same name in HOOKLINE_DATABASE_URL.
+ */
+export const SESSION_LIMITS = {
+  /** Ends a session idle inside a transaction this long, releasing its locks. */
+  idle_in_transaction_session_timeout: 10_000,
+  /** A statement waiting this long for a lock gives up (55P03); its caller's loop tries again. */
+  lock_timeout: 5_000,
+  /** A runaway statement; generous, since retention and replays read and write in bulk. */
+  statement_timeout: 60_000,
+} as const;
+
+/** How long a readiness probe waits for the database before calling it unreachable. */
+const PING_TIMEOUT_MS = 5_000;
+/** Waiting this long for a connection (the server gone, or the pool exhausted) fails the query. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * The connection itself is gone: the server ended the session (idle in transaction too long, restart,
+ * pg_terminate_backend) or the socket failed. Before COMMIT was sent such a transaction certainly
+ * rolled back, so it may be run again on a fresh connection.
+ */
+export function isConnectionLoss(err: unknown): boolean {
+  const code = (err as { code?: string }).code ?? '';
+  // 57P01–57P03: admin_shutdown, crash_shutdown, cannot_connect_now; 25P03: idle-in-transaction
+  // timeout; 08xxx: connection exceptions; the rest are the driver's and the socket's own.
+  if (/^(57P0[123]|25P03|08...)$/.test(code)) return true;
+  if (['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(code)) return true;
+  const message = (err as { message?: string }).message ?? '';
+  return /Connection terminated|not queryable|connection timeout/i.test(message);
+}
+
 function parseInt8(value: string): number {
   return Number(value);
 }
@@ -104,9 +141,13 @@ export class PgDb implements Db {
   };
 
   constructor(options: PgDbOptions) {
+    // Startup parameters, not SET statements: no round trip, and values in the URL win (pg merges the
+    // connection string over these).
     this.pool = new pg.Pool({
+      ...SESSION_LIMITS,
       connectionString: options.connectionString,
       max: options.max ?? 10,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       types,
       ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
     });
@@ -131,29 +172,52 @@ export class PgDb implements Db {
   /**
    * Runs `fn` in a transaction. Transactions that lock the same rows in different orders (deleting an
    * endpoint while a worker records outcomes of its deliveries) can deadlock; PostgreSQL then aborts
-   * one of them, and that one is simply run again. `fn` must therefore touch only the database.
+   * one of them, and that one is simply run again. So is one whose connection was lost before COMMIT
+   * (after it, the outcome is unknown and the error goes to the caller). `fn` must therefore touch
+   * only the database.
    */
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const client = await this.pool.connect();
+      // The pool listens for errors only on idle clients. A checked-out one whose session the server
+      // ends between statements (idle_in_transaction_session_timeout after this process stalled, a
+      // restart) emits 'error' with no query to take it: unheard, that would crash the process.
+      let lost: Error | null = null;
+      const onError = (err: Error) => (lost ??= err);
+      client.on('error', onError);
+      let committing = false;
       try {
         await client.query('BEGIN');
         const result = await fn(queryable(client));
+        committing = true;
         await client.query('COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
-        if (attempt >= MAX_TRANSACTION_ATTEMPTS || !RETRYABLE.has((err as { code?: string }).code ?? ''))
-          throw err;
+        if (isConnectionLoss(err)) lost ??= err as Error;
+        if (!lost) await client.query('ROLLBACK').catch((e: Error) => (lost ??= e));
+        const retry =
+          RETRYABLE.has((err as { code?: string }).code ?? '') || (!committing && isConnectionLoss(err));
+        if (attempt >= MAX_TRANSACTION_ATTEMPTS || !retry) throw err;
       } finally {
-        client.release();
+        client.off('error', onError);
+        // A broken connection is discarded, not handed to the next caller.
+        client.release(lost ?? undefined);
       }
       await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
     }
   }
 
+  /** Readiness: a probe must answer, so a database that does not answer in time counts as down. */
   async ping(): Promise<void> {
-    await this.pool.query('SELECT 1');
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the database did not answer in time')), PING_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([this.pool.query('SELECT 1'), deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async close(): Promise<void> {

@@ -5,7 +5,7 @@
 // stderr), every figure measured in this run with its ratio beside it; also written to
 // bench/last-run.md with the machine it ran on. Cases (for --only, by name or prefix):
 //   ceiling  bullmq  graphile  drain-sqlite  drain-pg  e2e-sqlite  e2e-pg  ingest  ingest-half
-//   backlog  isolation  fanout  memory
+//   backlog  isolation  fanout  memory  ordering  rate-limit
 import { execSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -143,6 +143,19 @@ function rows(s) {
     row('memory', 'drain after the subscriber comes up: deliveries/s', 'memory.rate', '/s', {
       ratios: [ceiling],
     }),
+    { section: `Ordering keys and rate limits (docs/delivery.md)` },
+    row('ordering', 'SQLite drain, 1 endpoint, unkeyed', 'ordering.unkeyed', '/s', { ratios: [ceiling] }),
+    row('ordering', 'SQLite drain, 1 endpoint, 1,000 ordering keys', 'ordering.keys1000', '/s', {
+      ratios: [vs('ordering.unkeyed', 'unkeyed', { min: 0.8 })],
+    }),
+    row('ordering', 'SQLite drain, 1 endpoint, 1 ordering key', 'ordering.key1', '/s', {
+      ratios: [vs('ordering.serial', 'serial POSTs')],
+    }),
+    row('ordering', 'serial POSTs: 1 connection, no queue (one per round trip)', 'ordering.serial', '/s'),
+    row('rate-limit', 'rate_limit 100: rate at the subscriber, 2 PostgreSQL workers', 'rate.limit100', '/s', {
+      decimals: 1,
+      ratios: [{ of: 'rate.target', name: 'the limit', min: 0.95, max: 1.05 }],
+    }),
   ];
 }
 
@@ -177,8 +190,18 @@ function buildTable(spec, results, notes, ran) {
     for (const r of row.ratios ?? []) {
       const ratio = results[keys[0]] / results[r.of];
       const shown = Number.isFinite(ratio) ? `${fmt(ratio, 2)}× ${r.name}` : `- × ${r.name}`;
-      const target = r.min !== undefined ? `≥ ${r.min}` : r.max !== undefined ? `≤ ${r.max}` : '';
-      const pass = r.min !== undefined ? ratio >= r.min : r.max !== undefined ? ratio <= r.max : null;
+      const target =
+        r.min !== undefined && r.max !== undefined
+          ? `${r.min}–${r.max}`
+          : r.min !== undefined
+            ? `≥ ${r.min}`
+            : r.max !== undefined
+              ? `≤ ${r.max}`
+              : '';
+      const pass =
+        r.min === undefined && r.max === undefined
+          ? null
+          : (r.min === undefined || ratio >= r.min) && (r.max === undefined || ratio <= r.max);
       lines.push([
         shown,
         target,

@@ -25,6 +25,8 @@ export function scale(quick) {
         memoryBudgetMs: 8000,
         stallMs: 20_000,
         graceMs: 3000,
+        oneKeyDeliveries: 500,
+        rateLimitDeliveries: 600,
       }
     : {
         deliveries: 10_000,
@@ -37,6 +39,8 @@ export function scale(quick) {
         memoryBudgetMs: 90_000,
         stallMs: 60_000,
         graceMs: 15_000,
+        oneKeyDeliveries: 2000,
+        rateLimitDeliveries: 1200,
       };
 }
 
@@ -82,12 +86,18 @@ function drainNote(ctx, r, total) {
  * (`serve --no-worker`): emitted over HTTP, complete when every emit has been answered 202. Fan-out
  * is left to the worker, so a timed drain includes it.
  */
-async function fillBacklog(ctx, hl, urls, events, { concurrency = 64 } = {}) {
+async function fillBacklog(
+  ctx,
+  hl,
+  urls,
+  events,
+  { concurrency = 64, orderingKeys = 0, endpoint = {} } = {},
+) {
   const api = hl.api;
-  await createEndpoints(api.origin, hl.tenantKey, urls);
+  await createEndpoints(api.origin, hl.tenantKey, urls, 32, endpoint);
   const t0 = now();
   const r = await emit(
-    { origin: api.origin, key: hl.producerKey, total: events, concurrency, retry: true },
+    { origin: api.origin, key: hl.producerKey, total: events, concurrency, retry: true, orderingKeys },
     { onProgress: (p) => ctx.progress(`filling ${fmt(p.ok)}/${fmt(events)}`) },
   );
   if (r.ok !== events) throw new Error(`backlog fill: only ${r.ok} of ${events} emits accepted`);
@@ -418,6 +428,63 @@ async function memoryCase(ctx) {
   );
 }
 
+/**
+ * Ordered delivery (docs/delivery.md): SQLite drain to one endpoint of the same backlog unkeyed and
+ * spread over 1,000 ordering keys; and with a single key, which allows one delivery per round trip,
+ * beside serial POSTs (one connection, no queue): the physical bound.
+ */
+async function orderingCase(ctx) {
+  const metrics = {};
+  const notes = {};
+  const total = ctx.scale.deliveries;
+  const oneKey = ctx.scale.oneKeyDeliveries;
+  for (const [name, keys, events] of [
+    ['unkeyed', 0, total],
+    ['keys1000', 1000, total],
+    ['key1', 1, oneKey],
+  ]) {
+    ctx.log(`ordering: ${fmt(events)} deliveries, ${keys ? `${fmt(keys)} key(s)` : 'unkeyed'}`);
+    await withSubscribers(['ok'], (sub) =>
+      withHookline('sqlite', { api: 'no-worker' }, async (hl) => {
+        await stop(await fillBacklog(ctx, hl, [sub.url('/hook/0')], events, { orderingKeys: keys }));
+        const start = now();
+        await hl.worker();
+        const r = await awaitDeliveries(sub, events, start, limitsOf(ctx));
+        metrics[`ordering.${name}`] = r.rate;
+        notes[`ordering.${name}`] = drainNote(ctx, r, events);
+      }),
+    );
+  }
+  await withSubscribers(['ok'], async (sub) => {
+    const r = await ceiling({ url: sub.url('/hook/0'), total: oneKey, warmup: 200, connections: 1 });
+    metrics['ordering.serial'] = r.rate;
+  });
+  return { metrics, notes };
+}
+
+/**
+ * Rate limits: PostgreSQL, two workers, one endpoint with rate_limit 100 and a backlog larger than
+ * the measured window; the rate the subscriber sees between its 100th delivery and the last.
+ */
+async function rateLimitCase(ctx) {
+  const events = ctx.scale.rateLimitDeliveries;
+  ctx.log(`rate limit 100/s: ${fmt(events)} deliveries, 2 PostgreSQL workers`);
+  return withSubscribers(['ok'], (sub) =>
+    withHookline('pg', { api: 'no-worker' }, async (hl) => {
+      await stop(await fillBacklog(ctx, hl, [sub.url('/hook/0')], events, { endpoint: { rate_limit: 100 } }));
+      const start = now();
+      await Promise.all([hl.worker(), hl.worker()]);
+      const r = await awaitDeliveries(sub, events, start, { ...limitsOf(ctx), budgetMs: Infinity });
+      const t100 = await sub.call('timeOf', { k: 100 });
+      const window = (r.at - t100) / 1000;
+      return {
+        metrics: { 'rate.limit100': r.done ? (events - 100) / window : NaN, 'rate.target': 100 },
+        notes: { 'rate.limit100': r.done ? `over ${fmt(window, 1)} s` : shortfall(ctx, r, events) },
+      };
+    }),
+  );
+}
+
 /** Every case, in the order they run; `--only` selects by name or name prefix. */
 export const CASES = [
   {
@@ -446,4 +513,6 @@ export const CASES = [
   { name: 'isolation', run: isolationCase },
   { name: 'fanout', run: fanoutCase },
   { name: 'memory', run: memoryCase },
+  { name: 'ordering', run: orderingCase },
+  { name: 'rate-limit', run: rateLimitCase },
 ];

@@ -33,6 +33,7 @@ function main() {
     retry = false,
     seqStart = 0,
     graceMs = Infinity,
+    orderingKeys = 0,
   } = o;
   const pool = new Pool(origin, {
     connections: rate ? (o.connections ?? 1024) : concurrency, // paced: never queue in the client
@@ -55,7 +56,10 @@ function main() {
 
   async function once(seq) {
     for (let attempt = 0; ; attempt++) {
-      const body = JSON.stringify({ tenant_id: tenant, type: EVENT_TYPE, data: eventData(seq) });
+      // With `orderingKeys`, events take the keys user_0…user_{n-1} in turn (docs/delivery.md).
+      const event = { tenant_id: tenant, type: EVENT_TYPE, data: eventData(seq) };
+      if (orderingKeys > 0) event.ordering_key = `user_${seq % orderingKeys}`;
+      const body = JSON.stringify(event);
       const t0 = now();
       waiting.set(seq, t0);
       let status;

@@ -179,8 +179,8 @@ export async function createHookline(kind, env = {}, { api } = {}) {
   }
 }
 
-/** Creates one endpoint per URL (POST /v1/webhooks, all event types), `parallel` at a time. */
-export async function createEndpoints(origin, tenantKey, urls, parallel = 32) {
+/** Creates one endpoint per URL (POST /v1/webhooks, all event types, `fields` added), `parallel` at a time. */
+export async function createEndpoints(origin, tenantKey, urls, parallel = 32, fields = {}) {
   const ids = new Array(urls.length);
   let next = 0;
   const one = async () => {
@@ -189,7 +189,7 @@ export async function createEndpoints(origin, tenantKey, urls, parallel = 32) {
       const res = await fetch(`${origin}/v1/webhooks`, {
         method: 'POST',
         headers: { authorization: `Bearer ${tenantKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ url: urls[i], events: ['*'] }),
+        body: JSON.stringify({ url: urls[i], events: ['*'], ...fields }),
       });
       const body = await res.json();
       if (res.status !== 201)

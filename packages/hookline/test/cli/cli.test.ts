@@ -3,6 +3,7 @@ import { chmodSync, mkdtempSync, realpathSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
 import { runCli, startProcess } from '../helpers/process.js';
 
 const modeOf = (file: string) => statSync(file).mode & 0o777;
@@ -108,6 +109,10 @@ describe('hookline CLI on the embedded default', () => {
     [['emit', 'acme', 'user.created', '{not json'], /not valid JSON/],
     [['emit', 'acme', 'user.exploded', '{}'], /unknown event type/],
     [['emit', 'acme', 'user.created', '{"userId":"nope"}'], /userId/],
+    [
+      ['emit', 'acme', 'user.updated', '{}', '--ordering-key', 'a\tb'],
+      /ordering_key must not contain control/,
+    ],
     [['keys', 'revoke', 'key_doesnotexist'], /no API key/],
   ])('%j fails with a one-line message', async (args, message) => {
     const result = await runCli([...args], env, cwd);
@@ -120,6 +125,20 @@ describe('hookline CLI on the embedded default', () => {
     const result = await runCli(['emit', 'acme', 'user.created', '{"userId":"user_1"}'], env, cwd);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^msg_[0-9A-Z]{26}\n$/);
+  });
+
+  it('emit --ordering-key stores the key with the message', async () => {
+    const result = await runCli(['emit', 'acme', 'user.updated', '{}', '--ordering-key', 'user_7'], env, cwd);
+    expect(result.code, result.stderr).toBe(0);
+    const id = result.stdout.trim();
+    const db = new Database(path.join(cwd, 'data', 'hookline.db'), { readonly: true });
+    const row = db.prepare('SELECT ordering_key, ordering_seq FROM messages WHERE id = ?').get(id) as {
+      ordering_key: string;
+      ordering_seq: number;
+    };
+    db.close();
+    expect(row.ordering_key).toBe('user_7');
+    expect(row.ordering_seq).toBeGreaterThan(0);
   });
 
   it('keys list shows keys without their secret; revoke revokes', async () => {

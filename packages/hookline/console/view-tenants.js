@@ -159,14 +159,27 @@ function endpointRow(tenantId, e) {
   );
 }
 
-/** How the engine treats the endpoint now: its adaptive in-flight limit, and any pause (docs/architecture.md). */
+/**
+ * How the engine treats the endpoint now: its adaptive in-flight limit, its rate against any rate
+ * limit, and any pause (docs/architecture.md).
+ */
 function deliveryState(d) {
   if (!d) return null;
+  const perSecond =
+    d.attempts_per_second < 10
+      ? d.attempts_per_second.toFixed(1)
+      : fmtNumber(Math.round(d.attempts_per_second));
   return [
     h(
       'div',
       { class: 'sub limit', title: `adaptive limit; the ceiling is ${d.concurrency_ceiling}` },
       `${fmtNumber(d.in_flight)} in flight · limit ${fmtNumber(d.concurrency_limit)}`,
+    ),
+    h(
+      'div',
+      { class: 'sub rate-limit', title: 'attempts per second over the last minute or two' },
+      `${perSecond}/s`,
+      d.rate_limit === null ? '' : ` · rate limit ${fmtNumber(d.rate_limit)}/s`,
     ),
     d.circuit_open || d.paused_until
       ? h(

@@ -34,10 +34,13 @@ export async function listTenantViews(ctx: Context, limit: number, cursor: strin
 export async function tenantEndpointHealth(ctx: Context, tenantId: string) {
   assertTenantId(tenantId);
   const now = ctx.clock();
-  const [active, deleted, health] = await Promise.all([
+  // The current rate: attempts counted in the statistics bucket before this one and this one so far.
+  const rateSince = Math.floor(now / BUCKET_MS) * BUCKET_MS - BUCKET_MS;
+  const [active, deleted, health, recent] = await Promise.all([
     listEndpoints(ctx.db, tenantId, { limit: 1000, before: null, status: null }),
     listEndpoints(ctx.db, tenantId, { limit: 1000, before: null, status: 'deleted' }),
     endpointHealth(ctx.db, now - HEALTH_WINDOW_MS, tenantId),
+    endpointHealth(ctx.db, rateSince, tenantId),
   ]);
   const rows = [...active, ...deleted];
   const queues = await getQueues(
@@ -46,12 +49,15 @@ export async function tenantEndpointHealth(ctx: Context, tenantId: string) {
   );
   const healthById = new Map(health.map((h) => [h.endpoint_id, h]));
   const queueById = new Map(queues.map((q) => [q.endpoint_id, q]));
+  const recentById = new Map(recent.map((h) => [h.endpoint_id, h]));
   return {
     data: rows.map((row) => {
       const h = healthById.get(row.id);
       const q = queueById.get(row.id);
       const pausedUntil =
         q?.paused_until != null && Number(q.paused_until) > now ? Number(q.paused_until) : null;
+      const r = recentById.get(row.id);
+      const attempts = Number(r?.succeeded ?? 0) + Number(r?.failed ?? 0) + Number(r?.dead ?? 0);
       const succeeded = Number(h?.succeeded ?? 0);
       const failed = Number(h?.failed ?? 0) + Number(h?.dead ?? 0);
       return {
@@ -70,6 +76,9 @@ export async function tenantEndpointHealth(ctx: Context, tenantId: string) {
           concurrency_ceiling: ctx.config.endpointConcurrency,
           paused_until: pausedUntil === null ? null : isoTime(pausedUntil),
           circuit_open: row.circuit_open_until !== null && Number(row.circuit_open_until) > now,
+          rate_limit: row.rate_limit === null ? null : Number(row.rate_limit),
+          /** Attempts per second over the last one to two minutes. */
+          attempts_per_second: attempts / ((now - rateSince) / 1000),
         },
       };
     }),

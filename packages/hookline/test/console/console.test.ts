@@ -317,8 +317,12 @@ describe('operator console in a browser', () => {
   );
 
   it(
-    'shows tenants and their endpoints with success rate, status, backlog and adaptive limit',
+    'shows tenants and their endpoints with success rate, status, backlog, adaptive limit and rate',
     async () => {
+      const limited = await t.call('PATCH', `/v1/webhooks/${flakyEndpoint}`, t.keys.tenant, {
+        rate_limit: 50,
+      });
+      expect(limited.statusCode, limited.body).toBe(200);
       await page.locator('nav [data-nav="tenants"]').click();
       await page.locator('#tn-list a[data-tenant="globex"]').waitFor();
       await page.locator('#tn-list a[data-tenant="acme"]').click();
@@ -330,6 +334,8 @@ describe('operator console in a browser', () => {
       expect(await flakyRow.locator('.rate strong').textContent()).toMatch(/^\d+(\.\d)? %$/);
       // The engine's view of it: in flight now, and its adaptive limit.
       expect(await flakyRow.locator('.limit').textContent()).toMatch(/^\d+ in flight · limit \d+$/);
+      // Its current rate, beside the rate limit it was given.
+      expect(await flakyRow.locator('.rate-limit').textContent()).toMatch(/^[\d.,]+\/s · rate limit 50\/s$/);
       const gone = page.locator(`#tn-rows tr[data-endpoint="${goneEndpoint}"]`);
       await gone.locator('.pill[data-status="disabled"]').waitFor();
       expect(await gone.textContent()).toContain('410 Gone');

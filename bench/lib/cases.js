@@ -474,7 +474,11 @@ async function rateLimitCase(ctx) {
       await stop(await fillBacklog(ctx, hl, [sub.url('/hook/0')], events, { endpoint: { rate_limit: 100 } }));
       const start = now();
       await Promise.all([hl.worker(), hl.worker()]);
-      const r = await awaitDeliveries(sub, events, start, { ...limitsOf(ctx), budgetMs: Infinity });
+      // Paced: the budget is the backlog's time at the limit, with room to spare.
+      const r = await awaitDeliveries(sub, events, start, {
+        ...limitsOf(ctx),
+        budgetMs: events * 20 + 30_000,
+      });
       const t100 = await sub.call('timeOf', { k: 100 });
       const window = (r.at - t100) / 1000;
       return {

@@ -187,6 +187,7 @@ export class DeliveryWorker {
       const held = this.inFlight.size + this.buffer.length;
       const room = this.capacity - held;
       let claimed = 0;
+      let paced = false;
       if (room >= this.lowWater || (held === 0 && room > 0)) {
         try {
           const now = this.ctx.clock();
@@ -197,6 +198,7 @@ export class DeliveryWorker {
             ceiling: config.endpointConcurrency,
           });
           claimed = batch.length;
+          paced = batch.some((d) => d.send_at != null);
           if (claimed > 0) {
             this.buffer.push(...batch);
             this.dispatch();
@@ -206,8 +208,11 @@ export class DeliveryWorker {
           this.ctx.logger.error({ err }, 'claiming deliveries failed; retrying');
         }
       }
+      // A rate-limited endpoint's next slot comes sooner than any outcome: wait for it, not for a wake.
       await this.claimWake.sleep(
-        claimed > 0 || room < this.lowWater ? this.options.pollIntervalMs : await this.idleDelay(),
+        room < this.lowWater || (claimed > 0 && !paced)
+          ? this.options.pollIntervalMs
+          : await this.idleDelay(),
       );
     }
   }

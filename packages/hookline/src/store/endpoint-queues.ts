@@ -292,6 +292,15 @@ export const PACED_SEND_DELAY_INTERVALS = 32;
 export function pacedSendDelayUs(intervalUs: number): number {
   return Math.min(PACED_SEND_DELAY_MAX_US, PACED_SEND_DELAY_INTERVALS * intervalUs);
 }
+
+/**
+ * How far in the past a late claim may resume the pace: half the send delay. Sent at slot + delay,
+ * such a slot is still ahead, so a claim that comes a little late loses no slot, and its attempts still
+ * go one interval after the last.
+ */
+export function paceLateCreditUs(intervalUs: number): number {
+  return pacedSendDelayUs(intervalUs) / 2;
+}
 const RATE_TOLERANCE_US = 5_000;
 
 /** Sets or removes an endpoint's rate limit in its queue. */

@@ -3,7 +3,13 @@
 // ready until its next slot; removing the limit frees it at once.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { completeDeliveries } from '../../src/store/deliveries.js';
-import { ratePace, setQueueRate, settleQueues } from '../../src/store/endpoint-queues.js';
+import {
+  paceLateCreditUs,
+  pacedSendDelayUs,
+  ratePace,
+  setQueueRate,
+  settleQueues,
+} from '../../src/store/endpoint-queues.js';
 import { STORE_KINDS } from '../helpers/stores.js';
 import {
   CEILING,
@@ -83,16 +89,25 @@ describe.each(STORE_KINDS)('endpoint rate limits on %s', (kind) => {
     expect(times.length).toBeGreaterThanOrEqual(38);
   });
 
-  it('a throttled endpoint is not ready until its next slot; high limits claim small bursts', async () => {
+  it('a throttled endpoint is not ready until its next slot; a claim takes what fits in the pace', async () => {
     await addEndpoint(store.db, 'ep-a');
     await addDeliveries(store.db, 'ep-a', dueTimes(100));
-    await setQueueRate(store.db, 'ep-a', 500);
-    const { intervalUs, toleranceUs } = ratePace(500);
-    const burst = Math.floor(toleranceUs / intervalUs) + 1;
-    expect(burst).toBeGreaterThan(1);
-    expect(await claimAt(store.db, T0, 100)).toHaveLength(burst);
+    await setQueueRate(store.db, 'ep-a', 100);
+    const { intervalUs, toleranceUs } = ratePace(100);
+    // A queue fresh to its limit resumes the pace as far back as a late claim may: slots from there to
+    // now + tolerance.
+    const from = T0 * 1000 - paceLateCreditUs(intervalUs);
+    const burst = Math.floor((T0 * 1000 + toleranceUs - from) / intervalUs) + 1;
+    expect(burst).toBe(3);
+    const claimed = await claimAt(store.db, T0, 100);
+    expect(claimed).toHaveLength(burst);
+    // Each is sent at its slot plus the send delay, one interval apart.
+    const sendAt = claimed.map((c) => Number(c.send_at)).sort((a, b) => a - b);
+    expect(sendAt).toEqual(
+      [0, 1, 2].map((i) => Math.floor((from + i * intervalUs + pacedSendDelayUs(intervalUs)) / 1000)),
+    );
     const queue = await queueOf(store.db, 'ep-a');
-    expect(queue.rate_tat_us).toBe(T0 * 1000 + burst * intervalUs);
+    expect(queue.rate_tat_us).toBe(from + burst * intervalUs);
     expect(queue.throttled_until).toBe(Math.ceil((queue.rate_tat_us! - toleranceUs) / 1000));
     expect(queue.ready_at).toBe(queue.throttled_until);
     expect(await claimAt(store.db, queue.throttled_until! - 1, 100)).toEqual([]);

@@ -7,6 +7,10 @@ import type { Db } from '../db.js';
 import { PACED_SEND_DELAY_INTERVALS, PACED_SEND_DELAY_MAX_US } from '../endpoint-queues.js';
 import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
 
+// Where the pace resumes: its theoretical next slot, or a slot in the past when the claim comes late,
+// by at most paceLateCreditUs (store/endpoint-queues.ts), written out here in SQL.
+const PACE_FROM = `GREATEST(COALESCE(q.rate_tat_us, 0), $5 - LEAST(${PACED_SEND_DELAY_MAX_US / 2}, ${PACED_SEND_DELAY_INTERVALS / 2} * q.rate_interval_us))`;
+
 const CLAIM = `
 WITH ready AS (
   -- Locked rows are read at their latest version; the deliveries below are read in the statement's
@@ -15,11 +19,11 @@ WITH ready AS (
   -- Room: the adaptive limit's, and a rate limit's (docs/architecture.md, "Rate limits"): as many
   -- attempts as fit before the pace runs more than its tolerance ahead of now ($5, in microseconds).
   SELECT q.endpoint_id, q.next_due_at AS latest_due, q.rate_interval_us, q.rate_tolerance_us,
-    GREATEST(COALESCE(q.rate_tat_us, 0), $5) AS tat_from,
+    ${PACE_FROM} AS tat_from,
     LEAST(LEAST(q.concurrency_limit, $4) - q.in_flight, CASE
       WHEN q.rate_interval_us IS NULL THEN $3
-      WHEN $5 + q.rate_tolerance_us < GREATEST(COALESCE(q.rate_tat_us, 0), $5) THEN 0
-      ELSE ($5 + q.rate_tolerance_us - GREATEST(COALESCE(q.rate_tat_us, 0), $5)) / q.rate_interval_us + 1
+      WHEN $5 + q.rate_tolerance_us < ${PACE_FROM} THEN 0
+      ELSE ($5 + q.rate_tolerance_us - ${PACE_FROM}) / q.rate_interval_us + 1
     END) AS room,
     (SELECT s.queued IS DISTINCT FROM q.queued OR s.next_due_at IS DISTINCT FROM q.next_due_at
      FROM endpoint_queues s WHERE s.endpoint_id = q.endpoint_id) AS changed

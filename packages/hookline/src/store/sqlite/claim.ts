@@ -2,7 +2,7 @@
 // "Claiming"). Statements cost microseconds here, with no round trip, so the per-endpoint reads are a
 // prepared statement in a loop rather than one large query; the writes are set-based like PostgreSQL's.
 import { jsonRecords, least, type Db } from '../db.js';
-import { pacedSendDelayUs } from '../endpoint-queues.js';
+import { paceLateCreditUs, pacedSendDelayUs } from '../endpoint-queues.js';
 import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
 
 interface Ready {
@@ -18,8 +18,8 @@ interface Ready {
  * limits"): as many as fit before the pace runs more than its tolerance ahead of now.
  */
 function rateRoom(r: Ready, nowUs: number): { room: number; from: number } {
-  const from = Math.max(r.rate_tat_us ?? 0, nowUs);
-  if (r.rate_interval_us === null) return { room: Infinity, from };
+  if (r.rate_interval_us === null) return { room: Infinity, from: nowUs };
+  const from = Math.max(r.rate_tat_us ?? 0, nowUs - paceLateCreditUs(r.rate_interval_us));
   const ahead = nowUs + r.rate_tolerance_us! - from;
   return { room: ahead < 0 ? 0 : Math.floor(ahead / r.rate_interval_us) + 1, from };
 }

@@ -2,6 +2,7 @@
 //
 //   const hookline = await startService(loadConfig(), { api: false, worker: true });
 //   await hookline.emitter.emit({ tenantId: 'acme', type: 'user.created', data: { userId: 'user_1' } });
+//   await hookline.emitter.emit({ tenantId: 'acme', type: 'user.deleted', data: {}, orderingKey: 'user_1' });
 export { loadConfig, type Config } from './config.js';
 export { startService, type Service, type ServiceOptions } from './service.js';
 export { Emitter, type EmitInput, type EmitResult } from './events/emit.js';

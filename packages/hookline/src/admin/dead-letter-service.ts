@@ -1,27 +1,30 @@
-// Dead letters for operators: list (metadata only), inspect (decrypted), replay one or many. A replay
-// is a new delivery of the same message (same hook-id, same bytes) to the same endpoint, signed with
-// the endpoint's current secret; the record remembers it, and its outcome shows on the record.
+// Dead letters for operators: list (metadata only), inspect (decrypted), replay one (many: a job,
+// admin/replay-jobs.ts). A replay is a new delivery of the same message (same hook-id, same bytes) to
+// the same endpoint, signed with the endpoint's current secret; the record remembers it, and its
+// outcome shows on the record.
 import type { Context } from '../context.js';
+import type { Envelope } from '../crypto/envelope.js';
 import { openOriginal } from '../delivery/dead-letter-codec.js';
+import { deadLetterAnswerAad, showLastError } from '../delivery/last-error.js';
 import { HooklineError, notFound } from '../errors.js';
 import { isId, newId } from '../ids.js';
 import { checkCursor, isoTime, toPage, type Page } from '../pagination.js';
 import {
   getDeadLetter,
   listDeadLetters,
-  listReplayable,
   markReplayed,
-  type DeadLetterFilter,
   type DeadLetterRow,
   type DeadLetterSummary,
 } from '../store/dead-letters.js';
 import { getDelivery, insertDeliveries } from '../store/deliveries.js';
 import type { Queryable } from '../store/db.js';
+import { lockQueues } from '../store/endpoint-queues.js';
 import { getEndpointById } from '../store/endpoints.js';
 import { nextOrderingSeq } from '../store/messages.js';
 import { audit, type Actor } from './audit.js';
 
-export function deadLetterView(row: DeadLetterSummary) {
+/** The record as operators see it; the subscriber's last answer is opened for them (delivery/last-error.ts). */
+export function deadLetterView(envelope: Envelope, row: DeadLetterSummary) {
   return {
     id: row.id,
     tenant_id: row.tenant_id,
@@ -29,7 +32,7 @@ export function deadLetterView(row: DeadLetterSummary) {
     event_type: row.event_type,
     hook_id: row.message_id,
     attempts: Number(row.attempts),
-    last_error: row.last_error,
+    last_error: showLastError(envelope, row.last_error, row.last_response, deadLetterAnswerAad(row.id)),
     died_at: isoTime(row.died_at),
     replayed_at: isoTime(row.replayed_at),
     /** Status of the latest replay's delivery: held, pending, delivering, succeeded, dead or cancelled. */
@@ -47,14 +50,14 @@ export async function listDeadLetterViews(
   cursor: string | null,
 ): Promise<Page<DeadLetterView>> {
   const rows = await listDeadLetters(ctx.db, filter, limit + 1, checkCursor(cursor, 'deadLetter'));
-  return toPage(rows, limit, deadLetterView);
+  return toPage(rows, limit, (row) => deadLetterView(ctx.envelope, row));
 }
 
 export async function inspectDeadLetter(ctx: Context, id: string) {
   const row = isId('deadLetter', id) ? await getDeadLetter(ctx.db, id) : undefined;
   if (!row) throw notFound('dead letter');
   const original = openOriginal(ctx.envelope, row.id, row.original);
-  return { ...deadLetterView(row), body: original.body, headers: original.headers };
+  return { ...deadLetterView(ctx.envelope, row), body: original.body, headers: original.headers };
 }
 
 type ReplayRefusal = 'endpoint_deleted' | 'endpoint_disabled' | 'replay_in_progress';
@@ -66,6 +69,8 @@ async function queueReplay(
   row: DeadLetterRow,
   now: number,
 ): Promise<{ deliveryId: string } | { refused: ReplayRefusal }> {
+  // The queue row before the dead letter's: the lock order of every transaction (store/endpoint-queues.ts).
+  await lockQueues(tx, [row.endpoint_id]);
   const endpoint = await getEndpointById(tx, row.endpoint_id);
   if (!endpoint || endpoint.status === 'deleted') return { refused: 'endpoint_deleted' };
   if (endpoint.status === 'disabled') return { refused: 'endpoint_disabled' };
@@ -125,49 +130,5 @@ export async function replayDeadLetter(ctx: Context, id: string, actor: Actor) {
     return { id, replay_delivery_id: queued.deliveryId, status: 'queued' as const };
   });
   ctx.signal.notify();
-  return result;
-}
-
-export type BulkReplayFilter = DeadLetterFilter;
-
-export interface BulkReplayResult {
-  count: number;
-  skipped: Record<ReplayRefusal, number>;
-}
-
-/**
- * Replays every dead letter matching the filter that is not already being replayed. Safe to call
- * twice: records with a replay under way are skipped, not queued again.
- */
-export async function replayDeadLetters(
-  ctx: Context,
-  filter: BulkReplayFilter,
-  actor: Actor,
-  onProgress: (done: number) => void = () => {},
-): Promise<BulkReplayResult> {
-  const result: BulkReplayResult = {
-    count: 0,
-    skipped: { endpoint_deleted: 0, endpoint_disabled: 0, replay_in_progress: 0 },
-  };
-  let after: string | null = null;
-  for (;;) {
-    const batch: DeadLetterRow[] = await listReplayable(ctx.db, filter, 200, after);
-    if (batch.length === 0) break;
-    // Outcomes are tallied per transaction and added once it commits: the store may run it again.
-    const outcomes = await ctx.db.transaction(async (tx) => {
-      const now = ctx.clock();
-      const queued = [];
-      for (const row of batch) queued.push(await queueReplay(ctx, tx, row, now));
-      return queued;
-    });
-    for (const queued of outcomes) {
-      if ('refused' in queued) result.skipped[queued.refused] += 1;
-      else result.count += 1;
-    }
-    after = batch[batch.length - 1]?.id ?? null;
-    onProgress(result.count + Object.values(result.skipped).reduce((a, b) => a + b, 0));
-    ctx.signal.notify();
-  }
-  await audit(ctx.db, actor, 'dead_letter.bulk_replay', null, { filter, ...result }, ctx.clock());
   return result;
 }

@@ -77,20 +77,24 @@ export async function getReplayJob(q: Queryable, id: string): Promise<ReplayJobR
 }
 
 /**
- * Takes the oldest running job nobody holds (never held, released, or its lease ran out) for `owner`.
- * Jobs another transaction has locked are skipped, not waited for.
+ * Takes the oldest running job nobody holds (never held, given back, or its lease ran out) for
+ * `owner`; jobs another transaction has locked are skipped, not waited for. Without one, answers when
+ * the next held or resting job can be taken (null: no job is running).
  */
 export async function claimReplayJob(
   q: Queryable,
   owner: string,
   now: number,
   leaseUntil: number,
-): Promise<ReplayJobRow | undefined> {
+): Promise<{ job: ReplayJobRow | null; nextAt: number | null }> {
+  // A plain read first: idle workers ask every poll interval and there is usually nothing, which then
+  // costs no write (SQLite's one writer) and no row lock.
+  const soonest = await q.one<{ at: number | string | null }>(
+    "SELECT MIN(COALESCE(lease_expires_at, 0)) AS at FROM replay_jobs WHERE status = 'running'",
+  );
+  const at = soonest?.at == null ? null : Number(soonest.at);
+  if (at === null || at >= now) return { job: null, nextAt: at };
   const free = "status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at < $2)";
-  // Looked for first with a plain read: idle workers ask every poll interval, and most of the time
-  // there is nothing, which then costs no write (SQLite's one writer) and no row lock.
-  const waiting = await q.one(`SELECT id FROM replay_jobs WHERE ${free.replace('$2', '$1')} LIMIT 1`, [now]);
-  if (!waiting) return undefined;
   const row = await q.one<ReplayJobRow>(
     `UPDATE replay_jobs SET lease_owner = $1, lease_expires_at = $3, updated_at = $2
      WHERE id = (SELECT id FROM replay_jobs WHERE ${free} ORDER BY created_at, id LIMIT 1 ${forUpdate(q.dialect, true)})
@@ -98,7 +102,7 @@ export async function claimReplayJob(
      RETURNING *`,
     [owner, now, leaseUntil],
   );
-  return row && typed(row);
+  return { job: row ? typed(row) : null, nextAt: row ? null : now };
 }
 
 /**
@@ -157,11 +161,20 @@ export async function failReplayJob(
   return changed === 1;
 }
 
-/** Gives a job back (its worker is stopping), so another worker can take it at once. */
-export async function releaseReplayJob(q: Queryable, id: string, owner: string, now: number): Promise<void> {
+/**
+ * Gives a job back: at once (`until` null: its worker is stopping), or to be taken again from `until`
+ * (it is paced), so that meanwhile any worker runs other jobs.
+ */
+export async function releaseReplayJob(
+  q: Queryable,
+  id: string,
+  owner: string,
+  now: number,
+  until: number | null = null,
+): Promise<void> {
   await q.run(
-    `UPDATE replay_jobs SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $3
+    `UPDATE replay_jobs SET lease_owner = NULL, lease_expires_at = $4, updated_at = $3
      WHERE id = $1 AND lease_owner = $2`,
-    [id, owner, now],
+    [id, owner, now, until],
   );
 }

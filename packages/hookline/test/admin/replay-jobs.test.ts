@@ -150,12 +150,14 @@ describe.each(STORE_KINDS)('bulk-replay jobs on %s', (kind) => {
     expect(await job(none.id)).toMatchObject({ status: 'done', count: 0, replayed: 0 });
   }, 90_000);
 
-  it('a second bulk replay while the first runs skips what is under way: each record is replayed once', async () => {
+  it('a second bulk replay while the first runs skips what is under way; two workers, each record replayed once', async () => {
     const { endpointId, hookIds } = await deadLetters(300);
     r!.respond(() => ({ status: 200 }));
     // 100 attempts a second: the first job is still running (paced) when the second starts.
     const patched = await t!.call('PATCH', `/v1/webhooks/${endpointId}`, t!.keys.tenant, { rate_limit: 100 });
     expect(patched.statusCode, patched.body).toBe(200);
+    // Two workers take turns on the two jobs (on PostgreSQL, each batch in its own connection).
+    await startWorker();
     await startWorker();
     const first = (await admin('POST', '/v1/admin/dead-letters/replay', { endpoint_id: endpointId })).json();
     await eventually(async () => (await job(first.id)).replayed > 0);

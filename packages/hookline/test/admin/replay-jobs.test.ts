@@ -67,24 +67,31 @@ describe.each(STORE_KINDS)('bulk-replay jobs on %s', (kind) => {
     );
 
   /** `n` real dead letters: events emitted through the API to a subscriber answering 500, no retries. */
-  async function deadLetters(n: number): Promise<{ endpointId: string; hookIds: Set<string> }> {
+  async function deadLetters(
+    n: number,
+    orderingKey?: string,
+  ): Promise<{ endpointId: string; hookIds: Set<string>; emitted: string[] }> {
     t = await startTestService(kind, { env: { HOOKLINE_MAX_RETRIES: '0' } });
     r = await startReceiver(() => ({ status: 500, body: 'down' }));
     const endpoint = await createEndpoint(t, r.url, ['user.*']);
     const w = await startWorker();
-    const hookIds = new Set<string>();
-    for (let start = 0; start < n; start += 50) {
+    const emitted: string[] = [];
+    // Keyed events one at a time, so their emit order is known; others 50 at once.
+    const width = orderingKey ? 1 : 50;
+    for (let start = 0; start < n; start += width) {
       const answers = await Promise.all(
-        Array.from({ length: Math.min(50, n - start) }, (_, i) =>
+        Array.from({ length: Math.min(width, n - start) }, (_, i) =>
           t!.call('POST', '/v1/events', t!.keys.producer, {
             tenant_id: 'acme',
             type: 'user.updated',
             data: { userId: `user_${start + i}` },
+            ...(orderingKey ? { ordering_key: orderingKey } : {}),
           }),
         ),
       );
-      for (const a of answers) hookIds.add(a.json<{ id: string }>().id);
+      for (const a of answers) emitted.push(a.json<{ id: string }>().id);
     }
+    const hookIds = new Set(emitted);
     await eventually(
       async () =>
         (await scalar('SELECT COUNT(*) AS n FROM dead_letters WHERE endpoint_id = $1', [endpoint.id])) === n,
@@ -92,7 +99,7 @@ describe.each(STORE_KINDS)('bulk-replay jobs on %s', (kind) => {
     );
     await stopWorker(w);
     r.requests.length = 0;
-    return { endpointId: endpoint.id, hookIds };
+    return { endpointId: endpoint.id, hookIds, emitted };
   }
 
   it('answers 202 {id, count} at once; a worker runs the job to done; each arrives again with its hook-id', async () => {
@@ -235,6 +242,25 @@ describe.each(STORE_KINDS)('bulk-replay jobs on %s', (kind) => {
     expect(r!.requests).toHaveLength(400);
     expect(new Set(r!.requests.map((q) => String(q.headers['hook-id'])))).toEqual(hookIds);
   }, 120_000);
+
+  it("replays of keyed dead letters join the back of their key's line and arrive in order", async () => {
+    const { endpointId, emitted } = await deadLetters(12, 'user_7');
+    r!.respond(() => ({ status: 200, delayMs: 10 }));
+    await startWorker();
+    const { id } = (await admin('POST', '/v1/admin/dead-letters/replay', { endpoint_id: endpointId })).json();
+    expect(await done(id)).toMatchObject({ status: 'done', replayed: 12 });
+    const replays = await t!.service.ctx.db.all<{ ordering_seq: number | string }>(
+      'SELECT ordering_seq FROM deliveries WHERE replay_of IS NOT NULL',
+    );
+    const originals = await t!.service.ctx.db.one<{ n: number | string }>(
+      'SELECT MAX(ordering_seq) AS n FROM deliveries WHERE replay_of IS NULL',
+    );
+    expect(replays).toHaveLength(12);
+    expect(Math.min(...replays.map((row) => Number(row.ordering_seq)))).toBeGreaterThan(Number(originals!.n));
+    // One at a time, in the order the originals were emitted (and died).
+    const received = await r!.waitFor(12, 30_000);
+    expect(received.map((q) => q.headers['hook-id'])).toEqual(emitted);
+  }, 60_000);
 
   it('a worker that froze past its lease cannot write another batch once another worker took the job', async () => {
     const { endpointId } = await deadLetters(50);

@@ -1,5 +1,6 @@
 // Dead letters: the filtered, paginated list from GET /v1/admin/dead-letters, replay of a selection
-// (one POST per id, so each gets its own answer) or of everything matching the filter (one bulk POST).
+// (one POST per id, so each gets its own answer) or of everything matching the filter (one bulk POST
+// that starts a job; its progress comes from GET /v1/admin/replays/:id until it is done).
 /* global window */
 import { api, query } from './api.js';
 import { $, alertBox, errorParts, fill, fmtNumber, h, idText, pill, shortId, timeCell } from './dom.js';
@@ -8,11 +9,15 @@ import { openInspect, syncInspect } from './view-inspect.js';
 const PAGE = 50;
 /** While a listed replay is still under way the list re-reads itself this often. */
 const POLL_MS = 2000;
+/** A bulk-replay job is asked for its progress this often. */
+const JOB_POLL_MS = 500;
 
 const state = { filter: { tenant_id: '', endpoint_id: '' }, rows: [], next: null, selected: new Set() };
 let visible = false;
 let pollTimer = null;
 let generation = 0;
+/** The bulk-replay job being followed, so a second one does not start behind its back. */
+let followedJob = null;
 
 export function initDeadLetters() {
   const form = $('#dl-filter');
@@ -265,16 +270,75 @@ function askReplayAll() {
   $('#dl-confirm-go').focus();
 }
 
-/** "Skipped 3: 2 already being replayed, 1 to a deleted endpoint." — only the reasons that occurred. */
-function skippedText(skipped) {
-  const reasons = [
-    [skipped.replay_in_progress, 'already being replayed'],
-    [skipped.endpoint_disabled, 'to a disabled endpoint'],
-    [skipped.endpoint_deleted, 'to a deleted endpoint'],
-  ].filter(([n]) => n > 0);
-  if (reasons.length === 0) return 'None skipped.';
-  const total = reasons.reduce((sum, [n]) => sum + n, 0);
-  return `Skipped ${total}: ${reasons.map(([n, why]) => `${n} ${why}`).join(', ')}.`;
+/** "3 skipped (already being replayed or delivered), 1 not replayable (endpoint deleted or disabled)." */
+function outcomeText(job) {
+  const parts = [];
+  if (job.skipped > 0) parts.push(`${fmtNumber(job.skipped)} skipped (already being replayed or delivered)`);
+  if (job.failed > 0) parts.push(`${fmtNumber(job.failed)} not replayable (endpoint deleted or disabled)`);
+  return parts.length ? `${parts.join(', ')}.` : 'None skipped.';
+}
+
+/** The job's progress: a bar, and how many of how many. */
+function showJob(job) {
+  const handled = job.replayed + job.skipped + job.failed;
+  const share = job.count === 0 ? 1 : Math.min(1, handled / job.count);
+  const percent = Math.floor(share * 100);
+  if (job.status === 'running') {
+    alertBox(
+      $('#dl-result'),
+      'info',
+      h('strong', {}, `Replaying… ${percent} %`),
+      ' ',
+      `${fmtNumber(handled)} of ${fmtNumber(job.count)} handled: ${fmtNumber(job.replayed)} queued for replay.`,
+      h('progress', {
+        class: 'job-progress',
+        max: job.count,
+        value: handled,
+        'aria-label': 'Bulk replay progress',
+        dataset: { job: job.id },
+      }),
+    );
+    return;
+  }
+  const failed = job.status === 'failed';
+  alertBox(
+    $('#dl-result'),
+    failed ? 'danger' : job.replayed > 0 ? 'success' : 'info',
+    h(
+      'strong',
+      {},
+      failed
+        ? `Bulk replay stopped after ${fmtNumber(job.replayed)} of ${fmtNumber(job.count)}: ${job.error ?? 'failed'}.`
+        : `${fmtNumber(job.replayed)} dead letter${job.replayed === 1 ? '' : 's'} queued for replay.`,
+    ),
+    ' ',
+    outcomeText(job),
+  );
+}
+
+async function followJob(id) {
+  followedJob = id;
+  let listedAt = 0;
+  for (;;) {
+    let job;
+    try {
+      job = await api(`/v1/admin/replays/${encodeURIComponent(id)}`);
+    } catch (err) {
+      alertBox($('#dl-result'), 'danger', 'Could not follow the bulk replay: ', ...errorParts(err));
+      break;
+    }
+    if (followedJob !== id) return; // a newer job is followed now
+    showJob(job);
+    if (job.status !== 'running') break;
+    // The list follows too, at its own pace: replays of what the job queued show up as they go.
+    if (visible && Date.now() - listedAt >= POLL_MS) {
+      listedAt = Date.now();
+      void refresh();
+    }
+    await new Promise((resolve) => window.setTimeout(resolve, JOB_POLL_MS));
+  }
+  followedJob = null;
+  await refresh();
 }
 
 async function replayAll() {
@@ -282,21 +346,13 @@ async function replayAll() {
   const body = {};
   if (state.filter.tenant_id) body.tenant_id = state.filter.tenant_id;
   if (state.filter.endpoint_id) body.endpoint_id = state.filter.endpoint_id;
+  let started;
   try {
-    const result = await api('/v1/admin/dead-letters/replay', { method: 'POST', body });
-    alertBox(
-      $('#dl-result'),
-      result.count > 0 ? 'success' : 'info',
-      h(
-        'strong',
-        {},
-        `${fmtNumber(result.count)} dead letter${result.count === 1 ? '' : 's'} queued for replay.`,
-      ),
-      ' ',
-      skippedText(result.skipped),
-    );
+    started = await api('/v1/admin/dead-letters/replay', { method: 'POST', body });
   } catch (err) {
     alertBox($('#dl-result'), 'danger', 'Bulk replay failed: ', ...errorParts(err));
+    return;
   }
-  await refresh();
+  showJob({ id: started.id, status: 'running', count: started.count, replayed: 0, skipped: 0, failed: 0 });
+  await followJob(started.id);
 }

@@ -12,6 +12,7 @@ export const ID_PREFIX = {
   deadLetter: 'dl_',
   apiKey: 'key_',
   audit: 'audit_',
+  replay: 'rpl_',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

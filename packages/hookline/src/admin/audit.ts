@@ -4,7 +4,7 @@
 import type { Principal } from '../keys/api-keys.js';
 import { newId } from '../ids.js';
 import { isoTime } from '../pagination.js';
-import { appendAudit, updateAuditDetails, type AuditEntry } from '../store/audit-log.js';
+import { appendAudit, type AuditEntry } from '../store/audit-log.js';
 import type { Queryable } from '../store/db.js';
 
 /** Who acted: an API key, or the `hookline` command run by someone with access to the configuration. */
@@ -43,20 +43,6 @@ export async function audit(
     created_at: now,
   });
   return id;
-}
-
-/**
- * Brings the details of an entry up to date inside a later transaction of the same action: an action
- * that commits in several transactions (bulk replay) has one entry, written with its first transaction
- * and showing, after each, what has committed so far.
- */
-export async function updateAudit(
-  tx: Queryable,
-  id: string,
-  details: Record<string, unknown>,
-): Promise<void> {
-  assertInTransaction(tx);
-  await updateAuditDetails(tx, id, JSON.stringify(details));
 }
 
 export function auditView(entry: AuditEntry) {

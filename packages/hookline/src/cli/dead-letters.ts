@@ -1,12 +1,9 @@
 import type { Command } from 'commander';
 import { CLI_ACTOR } from '../admin/audit.js';
-import {
-  inspectDeadLetter,
-  listDeadLetterViews,
-  replayDeadLetter,
-  replayDeadLetters,
-} from '../admin/dead-letter-service.js';
+import { inspectDeadLetter, listDeadLetterViews, replayDeadLetter } from '../admin/dead-letter-service.js';
+import { getReplayJobView, startReplayJob, type ReplayJobView } from '../admin/replay-jobs.js';
 import type { Config } from '../config.js';
+import type { Context } from '../context.js';
 import { HooklineError } from '../errors.js';
 import { parseLimit, printJson, printPage, withContext } from './one-shot.js';
 
@@ -17,12 +14,62 @@ function parseDate(value: string | undefined, flag: string): number | null {
   return ms;
 }
 
-/** A progress line on stderr, redrawn in place on a terminal. */
-function progress(label: string): (done: number) => void {
-  return (done) => {
-    if (process.stderr.isTTY) process.stderr.write(`\r${label}: ${done} processed`);
-    else process.stderr.write(`${label}: ${done} processed\n`);
+const POLL_MS = 500;
+/** With nothing done after this long, the job is probably waiting for a worker. */
+const NO_WORKER_HINT_MS = 15_000;
+const BAR_WIDTH = 30;
+
+/** `[#########---------]  45%  450/1000 replayed, 3 skipped, 0 failed` */
+export function progressLine(job: ReplayJobView): string {
+  const handled = job.replayed + job.skipped + job.failed;
+  const share = job.count === 0 ? 1 : Math.min(1, handled / job.count);
+  const filled = Math.round(share * BAR_WIDTH);
+  const bar = `[${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}]`;
+  return `${bar} ${String(Math.floor(share * 100)).padStart(3)}%  ${handled}/${job.count}: ${job.replayed} replayed, ${job.skipped} skipped, ${job.failed} failed`;
+}
+
+/** Redrawn in place on a terminal; elsewhere (a log file) one line per tenth of the way. */
+function progressBar(): (job: ReplayJobView) => void {
+  let lastTenth = -1;
+  return (job) => {
+    const handled = job.replayed + job.skipped + job.failed;
+    if (process.stderr.isTTY) {
+      process.stderr.write(`\r${progressLine(job)}`);
+      return;
+    }
+    const tenth = job.count === 0 ? 10 : Math.floor((handled / job.count) * 10);
+    if (tenth !== lastTenth || job.status !== 'running') {
+      lastTenth = tenth;
+      process.stderr.write(`${progressLine(job)}\n`);
+    }
   };
+}
+
+/** Polls a bulk-replay job until it ends (the workers run it: delivery/replay-runner.ts). */
+async function watchReplayJob(
+  ctx: Context,
+  id: string,
+  show: ((job: ReplayJobView) => void) | null,
+): Promise<ReplayJobView> {
+  const started = Date.now();
+  let hinted = false;
+  for (;;) {
+    const job = await getReplayJobView(ctx, id);
+    show?.(job);
+    if (job.status !== 'running') return job;
+    if (
+      show &&
+      !hinted &&
+      Date.now() - started > NO_WORKER_HINT_MS &&
+      job.replayed + job.skipped + job.failed === 0
+    ) {
+      hinted = true;
+      process.stderr.write(
+        `${process.stderr.isTTY ? '\n' : ''}no progress yet: the job runs in a delivery worker (hookline serve or hookline worker) on this database\n`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
 }
 
 export function registerDeadLetterCommands(program: Command, config: Config): void {
@@ -112,17 +159,19 @@ export function registerDeadLetterCommands(program: Command, config: Config): vo
           since: parseDate(o.since, '--since'),
           until: parseDate(o.until, '--until'),
         };
-        const result = await withContext(config, (ctx) =>
-          replayDeadLetters(ctx, filter, CLI_ACTOR, o.json ? undefined : progress('replaying')),
-        );
+        const job = await withContext(config, async (ctx) => {
+          const created = await startReplayJob(ctx, filter, CLI_ACTOR);
+          if (!o.json) {
+            process.stderr.write(
+              `replay job ${created.id} over ${created.count} dead letters (Ctrl-C stops watching; the job goes on)\n`,
+            );
+          }
+          return watchReplayJob(ctx, created.id, o.json ? null : progressBar());
+        });
         if (process.stderr.isTTY && !o.json) process.stderr.write('\n');
-        if (o.json) return printJson(result);
-        const skipped = Object.entries(result.skipped)
-          .filter(([, n]) => n > 0)
-          .map(([why, n]) => `${n} ${why.replace(/_/g, ' ')}`);
-        process.stdout.write(
-          `queued ${result.count} replays${skipped.length ? `; skipped ${skipped.join(', ')}` : ''}\n`,
-        );
+        if (o.json) printJson(job);
+        else process.stdout.write(`${job.status}: ${progressLine(job).replace(/^\[[#-]+\]\s+/, '')}\n`);
+        if (job.status === 'failed') throw new Error(`replay job ${job.id} failed: ${job.error}`);
       },
     );
 }

@@ -13,6 +13,7 @@ import {
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from '../store/delivery-stats.js';
 import { emptySettlement, lockQueues, settleQueues, type QueueSettlement } from '../store/endpoint-queues.js';
 import { recordEndpointHealth } from './circuit-breaker.js';
+import { deadLetterAnswerAad, deliveryAnswerAad, sealAnswer, splitError } from './last-error.js';
 
 const FLUSH_SIZE = 256;
 const FLUSH_DELAY_MS = 2;
@@ -150,6 +151,9 @@ export class OutcomeWriter {
     const byId = new Map(batch.map((o) => [o.delivery.id, o]));
     const successes = batch.filter((o) => o.kind === 'succeeded');
     const failures = batch.filter((o) => o.kind !== 'succeeded');
+    // Only failures cost a seal: the subscriber's answer, never in clear (delivery/last-error.ts).
+    const { envelope } = this.ctx;
+    const errors = new Map(failures.map((o) => [o, splitError(o.error)]));
     const written = await this.ctx.db.transaction(async (tx) => {
       const now = this.ctx.clock();
       await lockQueues(
@@ -167,7 +171,8 @@ export class OutcomeWriter {
           id: o.delivery.id,
           attempt: o.delivery.attempts,
           status: o.status,
-          error: o.error,
+          error: errors.get(o)!.reason,
+          response: sealAnswer(envelope, errors.get(o)!.answer, deliveryAnswerAad(o.delivery.id)),
           retryAt: o.kind === 'retry' ? o.retryAt : null,
           firstHeaders: o.kind === 'retry' ? o.firstHeaders : null,
         })),
@@ -183,7 +188,16 @@ export class OutcomeWriter {
         tx,
         dead
           .filter((o) => o.delivery.replay_of)
-          .map((o) => ({ id: o.delivery.replay_of!, attempts: o.delivery.attempts, lastError: o.error })),
+          .map((o) => ({
+            id: o.delivery.replay_of!,
+            attempts: o.delivery.attempts,
+            lastError: errors.get(o)!.reason,
+            lastResponse: sealAnswer(
+              envelope,
+              errors.get(o)!.answer,
+              deadLetterAnswerAad(o.delivery.replay_of!),
+            ),
+          })),
         now,
       );
       await insertDeadLetters(
@@ -201,7 +215,12 @@ export class OutcomeWriter {
                   event_type: o.delivery.event_type,
                   ordering_key: o.delivery.ordering_key,
                   attempts: o.delivery.attempts,
-                  last_error: o.error,
+                  last_error: errors.get(o)!.reason,
+                  last_response: sealAnswer(
+                    envelope,
+                    errors.get(o)!.answer,
+                    deadLetterAnswerAad(o.deadLetter.id),
+                  ),
                   original: o.deadLetter.original,
                   died_at: now,
                   replayed_at: null,

@@ -19,6 +19,7 @@ import { RETRY_AFTER_CAP_MS, retryDelay } from './backoff.js';
 import { deadLetterAad } from './dead-letter-codec.js';
 import { fanOutBatch } from './fanout.js';
 import { OutcomeWriter, type LoadSignal, type Outcome } from './outcome-writer.js';
+import { ReplayRunner } from './replay-runner.js';
 import { Sender, type SendResult } from './sender.js';
 import { Wake } from './wake.js';
 import { deliveryHeaders } from './wire.js';
@@ -60,6 +61,8 @@ export class DeliveryWorker {
   private readonly reaperWake = new Wake();
   private readonly sender: Sender;
   private readonly outcomes: OutcomeWriter;
+  /** Bulk-replay jobs (docs/contract.md §4.3) are run by the workers, one batch at a time. */
+  private readonly replays: ReplayRunner;
   private loops: Promise<unknown> | null = null;
   private unsubscribe: (() => void) | null = null;
   private readonly options: Required<WorkerOptions>;
@@ -88,6 +91,13 @@ export class DeliveryWorker {
     });
     // Written outcomes free room in the endpoints' limits: the claimer may find work again.
     this.outcomes = new OutcomeWriter(ctx, () => this.claimWake.fire());
+    this.replays = new ReplayRunner(ctx, {
+      idleMs: this.options.pollIntervalMs,
+      onQueued: () => {
+        this.claimWake.fire();
+        this.ctx.signal.notify();
+      },
+    });
   }
 
   get inFlightCount(): number {
@@ -100,8 +110,9 @@ export class DeliveryWorker {
     this.unsubscribe = await this.ctx.signal.onWake(() => {
       this.fanoutWake.fire();
       this.claimWake.fire();
+      this.replays.wake();
     });
-    this.loops = Promise.all([this.fanoutLoop(), this.claimLoop(), this.reaperLoop()]);
+    this.loops = Promise.all([this.fanoutLoop(), this.claimLoop(), this.reaperLoop(), this.replays.run()]);
   }
 
   /** Stops claiming, lets attempts in flight finish until `graceMs`, then interrupts and releases the rest. */
@@ -112,6 +123,7 @@ export class DeliveryWorker {
     this.fanoutWake.fire();
     this.claimWake.fire();
     this.reaperWake.fire();
+    this.replays.stop();
     await this.loops;
     const unstarted = this.buffer;
     this.buffer = [];

@@ -26,10 +26,6 @@ export async function appendAudit(q: Queryable, entry: AuditEntry): Promise<void
   );
 }
 
-export async function updateAuditDetails(q: Queryable, id: string, details: string): Promise<void> {
-  await q.run('UPDATE audit_log SET details = $2 WHERE id = $1', [id, details]);
-}
-
 export async function listAudit(q: Queryable, limit: number, before: string | null): Promise<AuditEntry[]> {
   return q.all<AuditEntry>(`SELECT * FROM audit_log WHERE ($1 = '' OR id < $1) ORDER BY id DESC LIMIT $2`, [
     before ?? '',

@@ -38,6 +38,11 @@ export function blobType(dialect: Dialect): string {
   return dialect === 'postgres' ? 'BYTEA' : 'BLOB';
 }
 
+/** A BLOB/BYTEA from hex text: how binary values travel inside a JSON parameter (jsonRecords). NULL stays NULL. */
+export function blobFromHex(dialect: Dialect, expr: string): string {
+  return dialect === 'postgres' ? `decode(${expr}, 'hex')` : `unhex(${expr})`;
+}
+
 /** `$first, $first+1, …` for `count` values: the list inside `IN (…)` or one row of `VALUES (…)`. */
 export function placeholders(count: number, first = 1): string {
   return Array.from({ length: count }, (_, i) => `$${first + i}`).join(', ');

@@ -1,4 +1,4 @@
-import { jsonRecords, placeholders, type Queryable, type SqlValue } from './db.js';
+import { blobFromHex, jsonRecords, placeholders, type Queryable, type SqlValue } from './db.js';
 
 export interface DeadLetterRow {
   id: string;
@@ -8,7 +8,10 @@ export interface DeadLetterRow {
   message_id: string;
   event_type: string;
   attempts: number;
+  /** Why the last attempt failed, in hookline's own words (delivery/last-error.ts). */
   last_error: string | null;
+  /** The start of the subscriber's last answer, sealed (delivery/last-error.ts); null if none. */
+  last_response: Buffer | null;
   /** Envelope of `{body, headers}` as first sent. */
   original: Buffer;
   died_at: number;
@@ -20,7 +23,7 @@ export interface DeadLetterRow {
 
 export type DeadLetterSummary = Omit<DeadLetterRow, 'original'> & { replay_status: string | null };
 
-const DEAD_LETTER_COLUMNS = 13;
+const DEAD_LETTER_COLUMNS = 14;
 
 /** Writes the records of deliveries that died, one multi-row insert per few hundred. */
 export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterRow[]): Promise<void> {
@@ -32,6 +35,7 @@ export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterR
       params.push(
         row.attempts,
         row.last_error,
+        row.last_response,
         row.original,
         row.died_at,
         row.replayed_at,
@@ -42,7 +46,7 @@ export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterR
     });
     await q.run(
       `INSERT INTO dead_letters (id, delivery_id, tenant_id, endpoint_id, message_id, event_type, attempts,
-         last_error, original, died_at, replayed_at, replay_delivery_id, ordering_key)
+         last_error, last_response, original, died_at, replayed_at, replay_delivery_id, ordering_key)
        VALUES ${tuples.join(', ')}`,
       params,
     );
@@ -52,18 +56,28 @@ export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterR
 /** Replays that died again update the records they came from instead of adding second ones. */
 export async function recordReplayDeaths(
   q: Queryable,
-  deaths: readonly { id: string; attempts: number; lastError: string | null }[],
+  deaths: readonly { id: string; attempts: number; lastError: string | null; lastResponse: Buffer | null }[],
   now: number,
 ): Promise<void> {
   if (deaths.length === 0) return;
-  const t = jsonRecords(q.dialect, 1, { item_id: 'text', item_attempts: 'int', item_error: 'text' });
+  const t = jsonRecords(q.dialect, 1, {
+    item_id: 'text',
+    item_attempts: 'int',
+    item_error: 'text',
+    item_response: 'text',
+  });
   await q.run(
     `UPDATE dead_letters SET attempts = dead_letters.attempts + t.item_attempts, last_error = t.item_error,
-       died_at = $2
+       last_response = ${blobFromHex(q.dialect, 't.item_response')}, died_at = $2
      FROM ${t} WHERE dead_letters.id = t.item_id`,
     [
       JSON.stringify(
-        deaths.map((d) => ({ item_id: d.id, item_attempts: d.attempts, item_error: d.lastError })),
+        deaths.map((d) => ({
+          item_id: d.id,
+          item_attempts: d.attempts,
+          item_error: d.lastError,
+          item_response: d.lastResponse?.toString('hex') ?? null,
+        })),
       ),
       now,
     ],
@@ -91,7 +105,7 @@ function where(filter: DeadLetterFilter, params: SqlValue[]): string {
 }
 
 const SUMMARY_COLUMNS = `dl.id, dl.delivery_id, dl.tenant_id, dl.endpoint_id, dl.message_id, dl.event_type,
-  dl.attempts, dl.last_error, dl.died_at, dl.replayed_at, dl.replay_delivery_id, dl.ordering_key,
+  dl.attempts, dl.last_error, dl.last_response, dl.died_at, dl.replayed_at, dl.replay_delivery_id, dl.ordering_key,
   r.status AS replay_status`;
 
 export async function listDeadLetters(
@@ -122,25 +136,86 @@ export async function getDeadLetter(
   );
 }
 
-/**
- * Dead letters matching a filter that bulk replay should queue: never replayed, or whose last replay
- * failed again. Records with a replay under way or already delivered are left alone.
- */
-export async function listReplayable(
+/** What a bulk-replay job needs of a dead letter: never its sealed original. */
+export interface ReplayCandidate {
+  id: string;
+  tenant_id: string;
+  endpoint_id: string;
+  message_id: string;
+  event_type: string;
+  ordering_key: string | null;
+  replay_delivery_id: string | null;
+  /** The latest replay's delivery status, null if never replayed. */
+  replay_status: string | null;
+  /** null when the endpoint row is missing. */
+  endpoint_status: string | null;
+}
+
+/** The next dead letters of a job's filter after `after`, up to and including `last`, in id order. */
+export async function replayCandidates(
   q: Queryable,
   filter: DeadLetterFilter,
+  after: string,
+  last: string,
   limit: number,
-  after: string | null,
-): Promise<DeadLetterRow[]> {
+): Promise<ReplayCandidate[]> {
   const params: SqlValue[] = [];
-  let sql = `SELECT dl.* FROM dead_letters dl LEFT JOIN deliveries r ON r.id = dl.replay_delivery_id
-    WHERE ${where(filter, params)} AND (r.id IS NULL OR r.status NOT IN ('held', 'pending', 'delivering', 'succeeded'))`;
-  if (after) {
-    params.push(after);
-    sql += ` AND dl.id > $${params.length}`;
-  }
-  params.push(limit);
-  return q.all<DeadLetterRow>(`${sql} ORDER BY dl.id LIMIT $${params.length}`, params);
+  const filtered = where(filter, params);
+  params.push(after, last, limit);
+  const n = params.length;
+  return q.all<ReplayCandidate>(
+    `SELECT dl.id, dl.tenant_id, dl.endpoint_id, dl.message_id, dl.event_type, dl.ordering_key,
+       dl.replay_delivery_id, r.status AS replay_status, e.status AS endpoint_status
+     FROM dead_letters dl
+     LEFT JOIN deliveries r ON r.id = dl.replay_delivery_id
+     LEFT JOIN endpoints e ON e.id = dl.endpoint_id
+     WHERE ${filtered} AND dl.id > $${n - 2} AND dl.id <= $${n - 1}
+     ORDER BY dl.id LIMIT $${n}`,
+    params,
+  );
+}
+
+/** How many dead letters a filter matches, and the newest of them: the extent of a bulk-replay job. */
+export async function measureFilter(
+  q: Queryable,
+  filter: DeadLetterFilter,
+): Promise<{ count: number; last: string | null }> {
+  const params: SqlValue[] = [];
+  const row = await q.one<{ n: number | string; last: string | null }>(
+    `SELECT COUNT(*) AS n, MAX(dl.id) AS last FROM dead_letters dl WHERE ${where(filter, params)}`,
+    params,
+  );
+  return { count: Number(row?.n ?? 0), last: row?.last ?? null };
+}
+
+/**
+ * Marks many replays at once, each only if no other replay of its record started meanwhile
+ * (compare-and-set on the previous replay); answers the ids that were marked.
+ */
+export async function markReplayedMany(
+  q: Queryable,
+  items: readonly { id: string; previousReplayDeliveryId: string | null; replayDeliveryId: string }[],
+  now: number,
+): Promise<Set<string>> {
+  if (items.length === 0) return new Set();
+  const t = jsonRecords(q.dialect, 1, { item_id: 'text', item_previous: 'text', item_delivery: 'text' });
+  const rows = await q.all<{ id: string }>(
+    `UPDATE dead_letters SET replayed_at = $2, replay_delivery_id = t.item_delivery
+     FROM ${t}
+     WHERE dead_letters.id = t.item_id AND COALESCE(dead_letters.replay_delivery_id, '') = t.item_previous
+     RETURNING id`,
+    [
+      JSON.stringify(
+        items.map((i) => ({
+          item_id: i.id,
+          item_previous: i.previousReplayDeliveryId ?? '',
+          item_delivery: i.replayDeliveryId,
+        })),
+      ),
+      now,
+    ],
+  );
+  return new Set(rows.map((r) => r.id));
 }
 
 /** Marks a replay only if no other replay of the record started meanwhile (compare-and-set). */

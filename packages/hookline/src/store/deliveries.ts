@@ -3,7 +3,15 @@
 // outcome is written only `WHERE status = 'delivering' AND attempts = <the attempt it ran>`, so a
 // worker whose lease expired cannot overwrite a newer attempt of the same delivery. Each transition
 // keeps the endpoint queues' counters in step (store/endpoint-queues.ts).
-import { forUpdate, jsonRecords, placeholders, type Db, type Queryable, type SqlValue } from './db.js';
+import {
+  blobFromHex,
+  forUpdate,
+  jsonRecords,
+  placeholders,
+  type Db,
+  type Queryable,
+  type SqlValue,
+} from './db.js';
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from './delivery-stats.js';
 import {
   arrivalsOf,
@@ -33,7 +41,10 @@ export interface DeliveryRow {
   next_attempt_at: number;
   lease_expires_at: number | null;
   last_status: number | null;
+  /** Why the last attempt failed, in hookline's own words (delivery/last-error.ts). */
   last_error: string | null;
+  /** The start of the subscriber's answer to it, sealed (delivery/last-error.ts); null if none. */
+  last_response: Buffer | null;
   /** JSON of the headers of attempt 1, kept for the dead-letter record ("as first sent"). */
   first_headers: string | null;
   replay_of: string | null;
@@ -265,7 +276,7 @@ export async function completeDeliveries(
   const t = jsonRecords(q.dialect, 1, { ...REF_COLUMNS, item_status: 'int' });
   return q.all<FencedRow>(
     `UPDATE deliveries SET status = 'succeeded', last_status = t.item_status, last_error = NULL,
-       lease_expires_at = NULL, completed_at = $2, updated_at = $2
+       last_response = NULL, lease_expires_at = NULL, completed_at = $2, updated_at = $2
      FROM ${t} WHERE ${FENCE}
      RETURNING id, endpoint_id, ordering_key`,
     [
@@ -333,7 +344,9 @@ export async function recordSuccesses(
 
 export interface FailedAttempt extends AttemptRef {
   status: number | null;
+  /** The reason, in clear; the subscriber's answer goes sealed in `response`. */
   error: string;
+  response: Buffer | null;
   /** When to try again; null: no attempts left, the delivery is dead. */
   retryAt: number | null;
   /** Headers of attempt 1, kept for the dead-letter record ("as first sent"). */
@@ -351,6 +364,7 @@ export async function failDeliveries(
     ...REF_COLUMNS,
     item_status: 'int',
     item_error: 'text',
+    item_response: 'text',
     item_retry: 'bigint',
     item_headers: 'text',
   });
@@ -360,6 +374,7 @@ export async function failDeliveries(
        next_attempt_at = COALESCE(t.item_retry, deliveries.next_attempt_at),
        completed_at = CASE WHEN t.item_retry IS NULL THEN CAST($2 AS BIGINT) ELSE NULL END,
        last_status = t.item_status, last_error = t.item_error,
+       last_response = ${blobFromHex(q.dialect, 't.item_response')},
        first_headers = COALESCE(deliveries.first_headers, t.item_headers),
        lease_expires_at = NULL, updated_at = CAST($2 AS BIGINT)
      FROM ${t} WHERE ${FENCE}
@@ -371,6 +386,7 @@ export async function failDeliveries(
           item_attempt: i.attempt,
           item_status: i.status,
           item_error: i.error,
+          item_response: i.response?.toString('hex') ?? null,
           item_retry: i.retryAt,
           item_headers: i.firstHeaders,
         })),
@@ -412,7 +428,7 @@ export async function releaseDeliveries(
   const t = jsonRecords(q.dialect, 1, REF_COLUMNS);
   const rows = await q.all<FencedRow>(
     `UPDATE deliveries SET status = 'pending', lease_expires_at = NULL, next_attempt_at = $2, updated_at = $2,
-       last_error = 'attempt interrupted by worker shutdown'
+       last_error = 'attempt interrupted by worker shutdown', last_response = NULL
      FROM ${t} WHERE ${FENCE}
      RETURNING id, endpoint_id, ordering_key`,
     [JSON.stringify(items.map((i) => ({ item_id: i.id, item_attempt: i.attempt }))), now],

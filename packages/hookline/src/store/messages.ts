@@ -39,6 +39,20 @@ export async function nextOrderingSeq(q: Queryable): Promise<number> {
   return Number(row!.value);
 }
 
+/** Takes `count` ordering numbers in one statement, ascending (a batch of replays joining their lines). */
+export async function nextOrderingSeqs(q: Queryable, count: number): Promise<number[]> {
+  if (count === 0) return [];
+  if (q.dialect === 'sqlite') {
+    const first = await takeOrderingSeqs(q, count);
+    return Array.from({ length: count }, (_, i) => first + i);
+  }
+  const rows = await q.all<{ value: string }>(
+    "SELECT nextval('ordering_seq') AS value FROM generate_series(1, $1::int)",
+    [count],
+  );
+  return rows.map((r) => Number(r.value)).sort((a, b) => a - b);
+}
+
 /** Inserts messages, one multi-row statement per few hundred (group commit of emits). */
 export async function insertMessages(q: Queryable, rows: readonly MessageRow[]): Promise<void> {
   for (let start = 0; start < rows.length; start += 500) {

@@ -1,4 +1,5 @@
-// The operator surface for dead letters: list (no payload), inspect (decrypted), replay one and many.
+// The operator surface for dead letters: list (no payload), inspect (decrypted), replay one and many
+// (bulk replay in depth: replay-jobs.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '@hookline/consumer';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
@@ -35,6 +36,12 @@ describe.each(STORE_KINDS)('dead letters on %s', (kind) => {
       data: DeadLetterJson[];
       next_cursor: string | null;
     };
+
+  const jobDone = (id: string) =>
+    eventually(async () => {
+      const job = (await admin('GET', `/v1/admin/replays/${id}`)).json() as { status: string };
+      return job.status === 'done' && job;
+    });
 
   beforeAll(async () => {
     t = await startTestService(kind, { worker: true, env: { HOOKLINE_MAX_RETRIES: '1' } });
@@ -142,6 +149,7 @@ describe.each(STORE_KINDS)('dead letters on %s', (kind) => {
         ['GET', '/v1/admin/dead-letters/dl_x'],
         ['POST', '/v1/admin/dead-letters/dl_x/replay'],
         ['POST', '/v1/admin/dead-letters/replay'],
+        ['GET', '/v1/admin/replays/rpl_x'],
         ['GET', '/v1/admin/api-keys'],
         ['POST', '/v1/admin/api-keys'],
         ['DELETE', '/v1/admin/api-keys/key_x'],
@@ -197,15 +205,16 @@ describe.each(STORE_KINDS)('dead letters on %s', (kind) => {
     expect(after.replayed_at).not.toBeNull();
   });
 
-  it('bulk replay queues each record once, even when called twice', async () => {
+  it('bulk replay is a job; run twice, the second skips what the first queued', async () => {
     failing = false;
     receiver.respond(() => ({ hang: true }));
     const first = await admin('POST', '/v1/admin/dead-letters/replay', { tenant_id: 'acme' });
     expect(first.statusCode).toBe(202);
-    // One acme record was replayed and delivered above; only the other two are queued.
-    expect(first.json().count).toBe(2);
+    expect(first.json().count).toBe(3);
+    // One acme record was replayed and delivered above: skipped; the other two are queued.
+    expect(await jobDone(first.json().id)).toMatchObject({ count: 3, replayed: 2, skipped: 1, failed: 0 });
     const second = await admin('POST', '/v1/admin/dead-letters/replay', { tenant_id: 'acme' });
-    expect(second.json().count).toBe(0);
+    expect(await jobDone(second.json().id)).toMatchObject({ count: 3, replayed: 0, skipped: 3, failed: 0 });
     receiver.respond(() => ({ status: 200 }));
   });
 
@@ -217,7 +226,8 @@ describe.each(STORE_KINDS)('dead letters on %s', (kind) => {
     expect(res.statusCode).toBe(409);
     expect(res.json().error.code).toBe('endpoint_deleted');
     const bulk = await admin('POST', '/v1/admin/dead-letters/replay', { endpoint_id: other.id });
-    expect(bulk.json()).toMatchObject({ count: 0, skipped: { endpoint_deleted: 1 } });
+    expect(bulk.json().count).toBe(1);
+    expect(await jobDone(bulk.json().id)).toMatchObject({ count: 1, replayed: 0, skipped: 0, failed: 1 });
   });
 
   it('records every admin action in the audit log', async () => {

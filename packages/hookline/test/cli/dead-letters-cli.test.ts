@@ -56,9 +56,24 @@ describe.each(STORE_KINDS)('hookline dead-letters on %s', (kind) => {
     const one = await runCli(['dead-letters', 'replay', id], env);
     expect(one.code).toBe(0);
     expect(one.stdout).toMatch(/^queued replay of dl_/);
+    // A bulk replay is a job the service's worker runs; the command follows it until it is done.
     const bulk = await runCli(['dead-letters', 'replay', '--all', '--tenant', 'acme', '--json'], env);
+    expect(bulk.code, bulk.stderr).toBe(0);
     // The record replayed just above is under way or delivered: bulk replay leaves it alone.
-    expect(JSON.parse(bulk.stdout)).toMatchObject({ count: 2 });
+    expect(JSON.parse(bulk.stdout)).toMatchObject({
+      status: 'done',
+      count: 3,
+      replayed: 2,
+      skipped: 1,
+      failed: 0,
+    });
+    expect(bulk.stderr).toBe('');
+    // For people: a progress bar on stderr, the outcome on stdout.
+    const again = await runCli(['dead-letters', 'replay', '--all', '--tenant', 'acme'], env);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(/^replay job rpl_\w+ over 3 dead letters/);
+    expect(again.stderr).toMatch(/\[#{30}\] 100% {2}3\/3: 0 replayed, 3 skipped, 0 failed/);
+    expect(again.stdout).toBe('done: 100%  3/3: 0 replayed, 3 skipped, 0 failed\n');
 
     const hookIds = new Set(page.data.map((d) => d.hook_id));
     await eventually(() => new Set(receiver.requests.slice(3).map((r) => r.headers['hook-id'])).size === 3);

@@ -299,14 +299,46 @@ describe('operator console in a browser', () => {
         'endpoint_deleted',
       );
 
-      // Replay everything matching a filter: of the two left, one goes, the deleted endpoint's is skipped.
+      // Replay everything matching a filter, as a job whose progress the page follows: of the two
+      // not yet replayed, one goes; the deleted endpoint's cannot; the three replayed above are skipped.
       await page.locator('#dl-filter input[name=tenant_id]').fill('acme');
       await page.getByRole('button', { name: 'Filter' }).click();
       await page.waitForURL(/#\/dead-letters\?tenant_id=acme$/);
+      // The job's first progress answer is held back until the running state has been seen.
+      const polled: { url: string; body: { status: string } }[] = [];
+      let release = () => {};
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      await page.route('**/v1/admin/replays/*', async (route) => {
+        await gate;
+        await route.continue();
+      });
+      page.on('response', (res) => {
+        if (new URL(res.url()).pathname.startsWith('/v1/admin/replays/')) {
+          void res.json().then((body: { status: string }) => polled.push({ url: res.url(), body }));
+        }
+      });
+      const started = page.waitForResponse((res) => res.url().endsWith('/v1/admin/dead-letters/replay'));
       await page.getByRole('button', { name: 'Replay all matching…' }).click();
       await page.getByRole('button', { name: 'Replay them' }).click();
+      const job = (await (await started).json()) as { id: string; count: number };
+      expect(job.count).toBe(5);
+      const bar = page.locator('#dl-result progress.job-progress');
+      await bar.waitFor();
+      expect(await bar.getAttribute('max')).toBe('5');
+      expect(await bar.getAttribute('data-job')).toBe(job.id);
+      expect(await page.locator('#dl-result').textContent()).toContain('Replaying… 0 %');
+      await shot('05a-bulk-replay-running');
+      release();
       await page.locator('#dl-result', { hasText: '1 dead letter queued for replay.' }).waitFor();
-      expect(await page.locator('#dl-result').textContent()).toContain('Skipped 1: 1 to a deleted endpoint.');
+      await page.unroute('**/v1/admin/replays/*');
+      expect(await page.locator('#dl-result').textContent()).toContain(
+        '3 skipped (already being replayed or delivered), 1 not replayable (endpoint deleted or disabled).',
+      );
+      expect(await page.locator('#dl-result progress').count()).toBe(0);
+      // What the page showed came from the job's own route.
+      expect(polled.length).toBeGreaterThan(0);
+      expect(polled.every((p) => new URL(p.url).pathname === `/v1/admin/replays/${job.id}`)).toBe(true);
+      expect(polled.at(-1)!.body.status).toBe('done');
       await eventually(
         async () => (await page.locator('#dl-rows .pill[data-status="succeeded"]').count()) === 4,
         15_000,

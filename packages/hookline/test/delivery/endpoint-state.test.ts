@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
-import { createEndpoint, deliveriesTo, emit, getEndpoint, queueOf, sleep } from './support.js';
+import { createEndpoint, deliveriesTo, emit, getEndpoint, queueOf, shownError, sleep } from './support.js';
 
 describe.each(STORE_KINDS)('endpoint state and deliveries on %s', (kind) => {
   let t: TestService | undefined;
@@ -32,7 +32,7 @@ describe.each(STORE_KINDS)('endpoint state and deliveries on %s', (kind) => {
     // Waiting, in a stopped queue, for the endpoint to be re-enabled.
     expect(row).toMatchObject({ status: 'pending', attempts: 1, last_status: 410 });
     expect(await queueOf(t, endpoint.id)).toMatchObject({ active: 0, queued: 1, in_flight: 0 });
-    expect(row!.last_error).toBe('HTTP 410: this hook is gone');
+    expect(shownError(t, row!)).toBe('HTTP 410: this hook is gone');
 
     // A later event is not even fanned out to a disabled endpoint.
     await emit(t, 'user.deactivated', { userId: 'user_2' });

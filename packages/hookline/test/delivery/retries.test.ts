@@ -15,6 +15,7 @@ import {
   emit,
   hookHeaders,
   marker,
+  shownError,
   sleep,
   untilNextSecond,
   verifyRequest,
@@ -75,9 +76,10 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
   it('always failing: dead after exactly 1 + HOOKLINE_MAX_RETRIES attempts, with an encrypted dead letter', async () => {
     t = await startTestService(kind, { worker: true });
     expect(t.config.maxRetries).toBe(3);
-    r = await startReceiver((_req, i) => ({
+    // The subscriber echoes what it received, as many do: its answers carry the payload back.
+    r = await startReceiver((req, i) => ({
       status: 503,
-      body: `unavailable #${i}`,
+      body: `unavailable #${i} ${JSON.stringify({ error: 'bad input', received: req.body })}`,
       delayMs: i === 0 ? untilNextSecond() : 0,
     }));
     const endpoint = await createEndpoint(t, r.url, ['organization.*']);
@@ -92,7 +94,11 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
     await sleep(400);
     expect(r.requests).toHaveLength(4);
     expect(row).toMatchObject({ status: 'dead', attempts: 4, last_status: 503, endpoint_id: endpoint.id });
-    expect(row.last_error).toBe('HTTP 503: unavailable #3');
+    // In clear only hookline's own words; the answer is sealed, and operators read both together.
+    expect(row.last_error).toBe('HTTP 503');
+    const echo = `unavailable #3 ${JSON.stringify({ error: 'bad input', received: r.requests[3]!.body })}`;
+    expect(shownError(t, row)).toBe(`HTTP 503: ${echo}`);
+    expect(r.requests[3]!.body).toContain(secret);
     expect(row.completed_at).not.toBeNull();
     for (const req of r.requests) {
       expect(req.headers['hook-id']).toBe(hookId);
@@ -108,7 +114,7 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
       endpoint_id: endpoint.id,
       message_id: hookId,
       event_type: 'organization.social_providers.updated',
-      last_error: 'HTTP 503: unavailable #3',
+      last_error: 'HTTP 503',
       replayed_at: null,
       replay_delivery_id: null,
     });
@@ -130,9 +136,15 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
     expect(shown.json()).toMatchObject({ body: original.body, headers: original.headers, hook_id: hookId });
     const list = await t.call('GET', '/v1/admin/dead-letters', t.keys.instance_manager);
     expect(list.body).toContain(letter.id);
-    expect(list.body).not.toContain(secret);
+    // Operators read the subscriber's answer (opened for them); nothing else in the list carries the payload.
+    const listed = list.json<{ data: { id: string; last_error: string }[] }>().data;
+    const item = listed.find((d) => d.id === letter.id)!;
+    expect(item.last_error).toBe(`HTTP 503: ${echo}`);
+    expect(JSON.stringify({ ...item, last_error: null })).not.toContain(secret);
 
-    // At rest, nowhere in the database is the payload readable.
+    // At rest, nowhere in the database is the payload readable: neither as sent nor as the subscriber
+    // echoed it back in its answers (`secret` is in both), nor the answers themselves ('bad input').
+    const answered = 'bad input';
     if (kind === 'sqlite') {
       const files = () =>
         readdirSync(t!.database.dir)
@@ -144,6 +156,7 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
       expect(rawWhileOpen.some((b) => b.includes(Buffer.from(hookId)))).toBe(true);
       for (const b of rawWhileOpen) {
         expect(b.includes(Buffer.from(secret))).toBe(false);
+        expect(b.includes(Buffer.from(answered))).toBe(false);
         expect(b.includes(Buffer.from(endpoint.signing_secret.slice(6)))).toBe(false);
       }
       await t.service.close(); // checkpoints the WAL into the main file
@@ -151,6 +164,7 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
       expect(rawAfterClose.some((b) => b.includes(Buffer.from(hookId)))).toBe(true);
       for (const b of rawAfterClose) {
         expect(b.includes(Buffer.from(secret))).toBe(false);
+        expect(b.includes(Buffer.from(answered))).toBe(false);
         expect(b.includes(Buffer.from('org_1'))).toBe(false);
         expect(b.includes(Buffer.from(endpoint.signing_secret.slice(6)))).toBe(false);
       }
@@ -183,6 +197,9 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
           expect.arrayContaining(['messages', 'deliveries', 'dead_letters']),
         );
         expect(await found(secret)).toEqual([]);
+        expect(await found(answered)).toEqual([]);
+        // Positive control for the answers: the reason beside them is in clear, found by the same search.
+        expect(await found('HTTP 503')).toEqual(expect.arrayContaining(['deliveries', 'dead_letters']));
         expect(await found('org_1')).toEqual([]);
         // Nor is the signing secret.
         expect(await found(endpoint.signing_secret.slice(6))).toEqual([]);
@@ -201,7 +218,8 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
     const row = await eventually(async () =>
       (await deliveriesOf(t!, hookId)).find((d) => d.status === 'pending'),
     );
-    expect(row).toMatchObject({ attempts: 1, last_status: 429, last_error: 'HTTP 429: slow down' });
+    expect(row).toMatchObject({ attempts: 1, last_status: 429, last_error: 'HTTP 429' });
+    expect(shownError(t, row)).toBe('HTTP 429: slow down');
     const wait = Number(row.next_attempt_at) - req!.at;
     expect(wait).toBeGreaterThanOrEqual(59_000);
     expect(wait).toBeLessThanOrEqual(61_000);

@@ -5,6 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { verifyWebhook, type WebhookEvent } from '@hookline/consumer';
 import { expect } from 'vitest';
+import { deliveryAnswerAad, showLastError } from '../../src/delivery/last-error.js';
 import type { DeadLetterRow } from '../../src/store/dead-letters.js';
 import type { DeliveryRow } from '../../src/store/deliveries.js';
 import type { EndpointQueueRow } from '../../src/store/endpoint-queues.js';
@@ -81,6 +82,12 @@ export async function deliveriesTo(t: TestService, endpointId: string): Promise<
     [endpointId],
   );
   return rows.map((r) => ({ ...r, attempts: Number(r.attempts) }));
+}
+
+/** A delivery's last error as an operator reads it: the reason, and the subscriber's answer opened. */
+export function shownError(t: TestService, row: Pick<DeliveryRow, 'id' | 'last_error' | 'last_response'>) {
+  const sealed = row.last_response === null ? null : Buffer.from(row.last_response);
+  return showLastError(t.service.ctx.envelope, row.last_error, sealed, deliveryAnswerAad(row.id));
 }
 
 export async function deadLettersOf(t: TestService, messageId: string): Promise<DeadLetterRow[]> {

@@ -3,12 +3,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { auditView } from '../../admin/audit.js';
-import {
-  inspectDeadLetter,
-  listDeadLetterViews,
-  replayDeadLetter,
-  replayDeadLetters,
-} from '../../admin/dead-letter-service.js';
+import { inspectDeadLetter, listDeadLetterViews, replayDeadLetter } from '../../admin/dead-letter-service.js';
+import { getReplayJobView, startReplayJob } from '../../admin/replay-jobs.js';
 import { registerTenant } from '../../admin/tenant-service.js';
 import { deliveryStats, listTenantViews, tenantEndpointHealth } from '../../admin/overview-service.js';
 import type { Context } from '../../context.js';
@@ -21,13 +17,14 @@ import { IdParam, authErrors, emptyBodyAsObject, page } from '../schemas/common.
 import {
   AuditEntry,
   BulkReplayBody,
-  BulkReplayResult,
   CreateApiKeyBody,
   CreateTenantBody,
   CreatedApiKey,
   DeadLetterQuery,
   DeadLetterWithMessage,
   PageQuery,
+  ReplayJob,
+  ReplayJobCreated,
   ReplayQueued,
   StatsQuery,
   Tenant,
@@ -111,14 +108,16 @@ export function adminRoutes(ctx: Context): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           security,
-          summary: 'Replay every dead letter matching the filter that is not already being replayed',
+          summary:
+            'Start a bulk-replay job over the dead letters matching the filter; answers at once, ' +
+            'follow it at GET /v1/admin/replays/{id}',
           body: BulkReplayBody,
-          response: { 202: BulkReplayResult, ...errors },
+          response: { 202: ReplayJobCreated, ...errors },
         },
       },
       async (request, reply) => {
         const body = request.body ?? {};
-        const result = await replayDeadLetters(
+        const job = await startReplayJob(
           ctx,
           {
             tenantId: body.tenant_id ?? null,
@@ -128,8 +127,23 @@ export function adminRoutes(ctx: Context): FastifyPluginAsyncTypebox {
           },
           principalOf(request),
         );
-        return reply.status(202).send(result);
+        return reply.status(202).send(job);
       },
+    );
+
+    app.get(
+      '/v1/admin/replays/:id',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'A bulk-replay job: its status and progress',
+          params: IdParam,
+          response: { 200: ReplayJob, ...errors },
+        },
+      },
+      async (request) => getReplayJobView(ctx, request.params.id),
     );
 
     app.post(

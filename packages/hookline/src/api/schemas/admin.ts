@@ -56,14 +56,29 @@ export const BulkReplayBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const BulkReplayResult = Type.Object({
-  count: Type.Integer({ description: 'Dead letters queued for replay' }),
-  skipped: Type.Object({
-    endpoint_deleted: Type.Integer(),
-    endpoint_disabled: Type.Integer(),
-    replay_in_progress: Type.Integer(),
-  }),
+export const ReplayJobCreated = Type.Object({
+  id: Type.String({ description: 'rpl_…: follow it at GET /v1/admin/replays/{id}' }),
+  count: Type.Integer({ description: 'Dead letters the job covers: those matching the filter now' }),
 });
+
+export const ReplayJob = Type.Object(
+  {
+    id: Type.String(),
+    status: Type.Union([Type.Literal('running'), Type.Literal('done'), Type.Literal('failed')]),
+    count: Type.Integer({ description: 'Dead letters the job covers' }),
+    replayed: Type.Integer({ description: 'Queued for replay so far' }),
+    skipped: Type.Integer({
+      description: 'Left alone: a replay of them was already under way or had succeeded',
+    }),
+    failed: Type.Integer({ description: 'Not replayable: their endpoint is deleted or disabled' }),
+    error: Type.Union([Type.String(), Type.Null()], {
+      description: 'Why the job failed (status failed); what it queued before stays queued',
+    }),
+    created_at: Timestamp,
+    finished_at: NullableTimestamp,
+  },
+  { description: 'When done, replayed + skipped + failed = count' },
+);
 
 const apiKeyProperties = {
   id: Type.String(),

@@ -6,6 +6,7 @@ import * as m002 from './002-queue-samples.js';
 import * as m003 from './003-circuit-breaker.js';
 import * as m004 from './004-delivery-engine.js';
 import * as m005 from './005-ordering-and-rate-limits.js';
+import * as m006 from './006-replay-jobs.js';
 
 interface Migration {
   version: number;
@@ -19,6 +20,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, ...m003 },
   { version: 4, ...m004 },
   { version: 5, ...m005 },
+  { version: 6, ...m006 },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.length;

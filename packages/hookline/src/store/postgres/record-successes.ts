@@ -16,7 +16,7 @@ WITH items AS (
   ORDER BY endpoint_id FOR UPDATE
 ), completed AS (
   UPDATE deliveries d SET status = 'succeeded', last_status = i.item_status, last_error = NULL,
-    lease_expires_at = NULL, completed_at = $2, updated_at = $2
+    last_response = NULL, lease_expires_at = NULL, completed_at = $2, updated_at = $2
   FROM items i
   WHERE d.id = ANY(ARRAY(SELECT item_id FROM items)) AND d.id = i.item_id
     AND d.status = 'delivering' AND d.attempts = i.item_attempt

@@ -95,7 +95,11 @@ describe.each(STORE_KINDS)('audit log of hookline commands on %s', (kind) => {
       expect.objectContaining({ ...byCli, action: 'dead_letter.replay', target: second }),
     ]);
     expect(await entriesOf(() => cli('dead-letters', 'replay', '--all', '--tenant', 'acme'))).toEqual([
-      expect.objectContaining({ ...byCli, action: 'dead_letter.bulk_replay', target: null }),
+      expect.objectContaining({
+        ...byCli,
+        action: 'dead_letter.bulk_replay',
+        target: expect.stringMatching(/^rpl_/),
+      }),
     ]);
   });
 

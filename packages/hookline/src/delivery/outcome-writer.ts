@@ -42,7 +42,8 @@ export class OutcomeWriter {
   private queue: Outcome[] = [];
   /** Resolves each queued outcome's `push` promise once it is written (or abandoned at close). */
   private readonly settled = new Map<Outcome, () => void>();
-  private timer: NodeJS.Timeout | null = null;
+  /** Cancels the scheduled flush, if one is scheduled. */
+  private timer: (() => void) | null = null;
   private flushing: Promise<void> | null = null;
 
   constructor(
@@ -79,10 +80,19 @@ export class OutcomeWriter {
 
   private schedule(ms: number): void {
     if (this.timer) return;
-    this.timer = setTimeout(() => {
+    const run = () => {
       this.timer = null;
       void this.flush();
-    }, ms);
+    };
+    // setTimeout(0) waits a millisecond; an immediate still gathers what finished in this turn of the
+    // event loop, without making a lone outcome (the head of an ordering key's line) wait.
+    if (ms === 0) {
+      const immediate = setImmediate(run);
+      this.timer = () => clearImmediate(immediate);
+    } else {
+      const timeout = setTimeout(run, ms);
+      this.timer = () => clearTimeout(timeout);
+    }
   }
 
   async flush(): Promise<void> {
@@ -115,12 +125,12 @@ export class OutcomeWriter {
     // A write already under way counts too: the queue is empty while it runs, and returning then
     // would let the caller close the database under it (and its retry timer outlive the writer).
     while ((this.queue.length > 0 || this.flushing) && Date.now() < until) {
-      if (this.timer) clearTimeout(this.timer);
+      this.timer?.();
       this.timer = null;
       await this.flush();
       if (this.queue.length > 0) await new Promise((r) => setTimeout(r, 100));
     }
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.();
     this.timer = null;
     // Whatever could not be written is abandoned to the leases; nobody may wait on it forever.
     this.settle([...this.settled.keys()]);

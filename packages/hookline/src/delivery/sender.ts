@@ -53,22 +53,38 @@ function describe(err: unknown, timeoutMs: number): string {
   return code ? `${code}: ${message}` : (e.message ?? String(err));
 }
 
+/** A deadline in the queue; `expire` is dropped (null) once the attempt has ended. */
+interface Deadline {
+  at: number;
+  expire: (() => void) | null;
+}
+
 /** Ends attempts at their deadline. Every attempt gets the same time-out, so deadlines come due in the
  * order attempts started: a FIFO with one timer replaces a timer (and abort signal) per attempt. */
 class Deadlines {
-  private readonly queue: { at: number; expire: () => void; done: boolean }[] = [];
+  private readonly queue: Deadline[] = [];
   private head = 0;
   private timer: NodeJS.Timeout | null = null;
 
-  add(at: number, expire: () => void): { done: boolean } {
-    const entry = { at, expire, done: false };
+  add(at: number, expire: () => void): Deadline {
+    const entry: Deadline = { at, expire };
     this.queue.push(entry);
     if (!this.timer) this.arm();
     return entry;
   }
 
+  /**
+   * An attempt ended before its deadline. Its entry stays queued until the deadline comes round, so
+   * what it held (the attempt's closures, its answer) is let go now: at thousands of attempts a second
+   * and a 15 s time-out, keeping them was tens of thousands of finished attempts alive, most of the
+   * worker's memory (bench/RESULTS.md, "Memory").
+   */
+  static clear(entry: Deadline): void {
+    entry.expire = null;
+  }
+
   private arm(): void {
-    while (this.head < this.queue.length && this.queue[this.head]!.done) this.head++;
+    while (this.head < this.queue.length && this.queue[this.head]!.expire === null) this.head++;
     if (this.head > 1024 && this.head * 2 > this.queue.length) {
       this.queue.splice(0, this.head);
       this.head = 0;
@@ -83,15 +99,14 @@ class Deadlines {
     this.timer = null;
     const now = performance.now();
     while (this.head < this.queue.length && this.queue[this.head]!.at <= now) {
-      const entry = this.queue[this.head++]!;
-      if (!entry.done) entry.expire();
+      this.queue[this.head++]!.expire?.();
     }
     this.arm();
   }
 
   /** Expires everything now (shutdown). */
   expireAll(): void {
-    for (const entry of this.queue.splice(0)) if (!entry.done) entry.expire();
+    for (const entry of this.queue.splice(0)) entry.expire?.();
     this.head = 0;
   }
 }
@@ -138,7 +153,7 @@ export class Sender {
       const finish = (partial: Omit<SendResult, 'durationMs'>) => {
         if (settled) return;
         settled = true;
-        deadline.done = true;
+        Deadlines.clear(deadline);
         cancel?.removeEventListener('abort', onCancel);
         resolve({ ...partial, durationMs: performance.now() - started });
       };

@@ -3,15 +3,7 @@
 // outcome is written only `WHERE status = 'delivering' AND attempts = <the attempt it ran>`, so a
 // worker whose lease expired cannot overwrite a newer attempt of the same delivery. Each transition
 // keeps the endpoint queues' counters in step (store/endpoint-queues.ts).
-import {
-  blobFromHex,
-  forUpdate,
-  jsonRecords,
-  placeholders,
-  type Db,
-  type Queryable,
-  type SqlValue,
-} from './db.js';
+import { blobFromHex, forUpdate, jsonRecords, placeholders, type Db, type Queryable } from './db.js';
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from './delivery-stats.js';
 import {
   arrivalsOf,
@@ -70,7 +62,19 @@ export type NewDelivery = Pick<
   | 'ordering_seq'
 >;
 
-const INSERT_COLUMNS = 13;
+const NEW_DELIVERY_COLUMNS = {
+  item_id: 'text',
+  item_message: 'text',
+  item_endpoint: 'text',
+  item_tenant: 'text',
+  item_type: 'text',
+  item_due: 'bigint',
+  item_replay_of: 'text',
+  item_headers: 'text',
+  item_status: 'text',
+  item_key: 'text',
+  item_seq: 'bigint',
+} as const;
 
 /** One line: an endpoint and an ordering key. */
 interface Line {
@@ -137,23 +141,34 @@ export async function insertDeliveries(
       });
     }
   }
-  // Chunked so one statement stays well inside both engines' parameter limits.
-  for (let start = 0; start < rows.length; start += 500) {
-    const chunk = rows.slice(start, start + 500);
-    const params: SqlValue[] = [];
-    const tuples = chunk.map((r, i) => {
-      params.push(r.id, r.message_id, r.endpoint_id, r.tenant_id, r.event_type, r.next_attempt_at);
-      params.push(r.replay_of, r.first_headers, now, now, held.has(r) ? 'held' : 'pending');
-      params.push(r.ordering_key, r.ordering_seq);
-      return `(${placeholders(INSERT_COLUMNS, i * INSERT_COLUMNS + 1)})`;
-    });
-    await q.run(
-      `INSERT INTO deliveries (id, message_id, endpoint_id, tenant_id, event_type, next_attempt_at,
-         replay_of, first_headers, created_at, updated_at, status, ordering_key, ordering_seq)
-       VALUES ${tuples.join(', ')}`,
-      params,
-    );
-  }
+  // One JSON parameter, one statement text: prepared once per connection, where a VALUES list is a
+  // new text (parsed and planned again) for every length, and thousands of bound values a time.
+  const t = jsonRecords(q.dialect, 1, NEW_DELIVERY_COLUMNS);
+  await q.run(
+    `INSERT INTO deliveries (id, message_id, endpoint_id, tenant_id, event_type, next_attempt_at,
+       replay_of, first_headers, status, ordering_key, ordering_seq, created_at, updated_at)
+     SELECT t.item_id, t.item_message, t.item_endpoint, t.item_tenant, t.item_type, t.item_due,
+       t.item_replay_of, t.item_headers, t.item_status, t.item_key, t.item_seq, $2, $2
+     FROM ${t}`,
+    [
+      JSON.stringify(
+        rows.map((r) => ({
+          item_id: r.id,
+          item_message: r.message_id,
+          item_endpoint: r.endpoint_id,
+          item_tenant: r.tenant_id,
+          item_type: r.event_type,
+          item_due: r.next_attempt_at,
+          item_replay_of: r.replay_of,
+          item_headers: r.first_headers,
+          item_status: held.has(r) ? 'held' : 'pending',
+          item_key: r.ordering_key ?? null,
+          item_seq: r.ordering_seq ?? null,
+        })),
+      ),
+      now,
+    ],
+  );
   await enqueue(q, arrivalsOf(rows.map((r) => (held.has(r) ? { ...r, status: 'held' } : r))));
 }
 

@@ -36,7 +36,7 @@ export function scale(quick) {
         fanoutMs: 10_000,
         memoryEvents: 100_000,
         budgetMs: 30_000,
-        memoryBudgetMs: 90_000,
+        memoryBudgetMs: 240_000,
         stallMs: 60_000,
         graceMs: 15_000,
         oneKeyDeliveries: 2000,

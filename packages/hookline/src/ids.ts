@@ -42,8 +42,32 @@ function encodeRandom(): string {
   return out;
 }
 
+let lastMs = -1;
+let lastRandom = '';
+
+/** The next base32 string of the same length (the random part is 80 bits: it does not run over). */
+function increment(random: string): string {
+  const digits = random.split('');
+  for (let i = digits.length - 1; i >= 0; i--) {
+    const d = ALPHABET.indexOf(digits[i]!);
+    if (d < 31) {
+      digits[i] = ALPHABET[d + 1]!;
+      return digits.join('');
+    }
+    digits[i] = ALPHABET[0]!;
+  }
+  return digits.join('');
+}
+
+/**
+ * Ids made by one process within the same millisecond sort in the order they were made (the random part
+ * is incremented, as monotonic ULIDs do): two dead letters of one ordering key that die in the same
+ * millisecond are replayed in that order (docs/architecture.md, "Ordering keys").
+ */
 export function newId(kind: IdKind, now: number = Date.now()): string {
-  return ID_PREFIX[kind] + encodeTime(now) + encodeRandom();
+  lastRandom = now === lastMs ? increment(lastRandom) : encodeRandom();
+  lastMs = now;
+  return ID_PREFIX[kind] + encodeTime(now) + lastRandom;
 }
 
 /**

@@ -108,15 +108,67 @@ export async function getPayloads(
  * are locked and rows another worker holds are skipped, so each message is fanned out once.
  */
 export async function claimForFanout(q: Queryable, limit: number): Promise<FanoutMessage[]> {
-  const rows = await q.all<FanoutMessage>(
+  let rows = await q.all<FanoutMessage>(
     `SELECT id, tenant_id, event_type, fanout_cursor, ordering_key, ordering_seq FROM messages
      WHERE fanned_out_at IS NULL ORDER BY created_at LIMIT $1 ${forUpdate(q.dialect, true)}`,
     [limit],
   );
   if (!rows.some((r) => r.ordering_key !== null)) return rows;
-  for (const r of rows) if (r.ordering_seq !== null) r.ordering_seq = Number(r.ordering_seq);
-  const waiting = await waitingBehindEarlier(q, rows);
+  numberSeqs(rows);
+  let waiting = await waitingBehindEarlier(q, rows);
+  if (waiting.size > 0) {
+    // What they wait for may simply lie outside this batch (written by an API process whose clock is
+    // behind): taken in now, in key order, unless another worker holds it, which then makes progress.
+    const earlier = await claimEarlierOfKeys(
+      q,
+      rows.filter((r) => waiting.has(r.id)),
+      rows,
+      limit,
+    );
+    if (earlier.length > 0) {
+      rows = [...numberSeqs(earlier), ...rows];
+      waiting = await waitingBehindEarlier(q, rows);
+    }
+  }
   return waiting.size === 0 ? rows : rows.filter((r) => !waiting.has(r.id));
+}
+
+function numberSeqs(rows: FanoutMessage[]): FanoutMessage[] {
+  for (const r of rows) if (r.ordering_seq !== null) r.ordering_seq = Number(r.ordering_seq);
+  return rows;
+}
+
+/**
+ * The messages not yet fanned out that come before `waiting` ones in their keys, outside `batch`,
+ * oldest first, locked (rows another worker holds are skipped).
+ */
+async function claimEarlierOfKeys(
+  q: Queryable,
+  waiting: readonly FanoutMessage[],
+  batch: readonly FanoutMessage[],
+  limit: number,
+): Promise<FanoutMessage[]> {
+  const t = jsonRecords(q.dialect, 1, { item_tenant: 'text', item_key: 'text', item_seq: 'bigint' });
+  return q.all<FanoutMessage>(
+    `SELECT p.id, p.tenant_id, p.event_type, p.fanout_cursor, p.ordering_key, p.ordering_seq
+     FROM messages p
+     WHERE p.fanned_out_at IS NULL AND p.ordering_key IS NOT NULL
+       AND EXISTS (SELECT 1 FROM ${t} WHERE p.tenant_id = t.item_tenant AND p.ordering_key = t.item_key
+         AND p.ordering_seq < t.item_seq)
+       AND p.id NOT IN (${jsonTextArray(q.dialect, 2)})
+     ORDER BY p.ordering_seq LIMIT $3 ${forUpdate(q.dialect, true, 'p')}`,
+    [
+      JSON.stringify(
+        waiting.map((m) => ({
+          item_tenant: m.tenant_id,
+          item_key: m.ordering_key,
+          item_seq: m.ordering_seq,
+        })),
+      ),
+      JSON.stringify(batch.map((m) => m.id)),
+      limit,
+    ],
+  );
 }
 
 export type FanoutMessage = Pick<

@@ -170,10 +170,10 @@ describe.each(STORE_KINDS)('ordering lines on %s', (kind) => {
     expect(await queueOf(db, 'ep-a')).toMatchObject({ queued: 0, in_flight: 0 });
   });
 
-  it('fan-out takes a keyed message only once the earlier messages of its key are fanned out', async () => {
+  it('fan-out takes a keyed message only after the earlier messages of its key, taking them in if it can', async () => {
     const { db } = store;
     // m2 was written with an earlier clock reading than m1 but after it in emit order (two API
-    // processes): a batch of one reads m2 first, and must leave it for after m1.
+    // processes whose clocks disagree): a batch ordered by time reads m2 before m1.
     await db.run(
       `INSERT INTO messages (id, tenant_id, event_type, payload, created_at, ordering_key, ordering_seq)
        VALUES ('m1', 'acme', 'user.updated', $1, ${T0}, 'k', 1), ('m2', 'acme', 'user.updated', $1, ${T0 - 5}, 'k', 2),
@@ -182,10 +182,41 @@ describe.each(STORE_KINDS)('ordering lines on %s', (kind) => {
     );
     const batch = async (limit: number) =>
       (await db.transaction((tx) => claimForFanout(tx, limit))).map((m) => m.id);
-    expect(await batch(3)).toEqual(['m3', 'm4']);
-    // With m1 in the same batch, m2 may follow it there.
-    expect(await batch(4)).toEqual(['m3', 'm4', 'm2', 'm1']);
+    // A batch that reads m2 takes m1, the earlier message of its key, in with it, first: m2 never
+    // waits on a message no worker is fanning out.
+    expect(await batch(3)).toEqual(['m1', 'm3', 'm4', 'm2']);
+    await db.run(`UPDATE messages SET fanned_out_at = ${T0} WHERE id IN ('m3', 'm4')`);
+    expect(await batch(1)).toEqual(['m1', 'm2']);
+    await db.run(`UPDATE messages SET fanned_out_at = NULL WHERE id IN ('m3', 'm4')`);
     await db.run(`UPDATE messages SET fanned_out_at = ${T0} WHERE id IN ('m1', 'm3', 'm4')`);
     expect(await batch(1)).toEqual(['m2']);
   });
+
+  it.runIf(kind === 'postgres')(
+    'fan-out leaves a keyed message while another worker is fanning out an earlier one of its key',
+    async () => {
+      const { db } = store;
+      await db.run(
+        `INSERT INTO messages (id, tenant_id, event_type, payload, created_at, ordering_key, ordering_seq)
+         VALUES ('m1', 'acme', 'user.updated', $1, ${T0}, 'k', 1), ('m2', 'acme', 'user.updated', $1, ${T0 + 5}, 'k', 2),
+           ('m3', 'acme', 'user.updated', $1, ${T0 + 10}, NULL, NULL)`,
+        [Buffer.from('x')],
+      );
+      const other = store.open();
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const lockedNow = new Promise<void>((r) => (locked = r));
+      // Another worker's fan-out holds m1 until released.
+      const otherWorker = other.transaction(async (tx) => {
+        expect((await claimForFanout(tx, 1)).map((m) => m.id)).toEqual(['m1']);
+        locked();
+        await held;
+      });
+      await lockedNow;
+      expect((await db.transaction((tx) => claimForFanout(tx, 10))).map((m) => m.id)).toEqual(['m3']);
+      release();
+      await otherWorker;
+    },
+  );
 });

@@ -205,6 +205,13 @@ function rowFor(row) {
         row.event_type,
       ),
       h('div', { class: 'sub mono', title: `hook-id ${row.hook_id}` }, shortId(row.hook_id, 10)),
+      row.ordering_key
+        ? h(
+            'div',
+            { class: 'sub mono ordering-key', title: 'ordering key: a replay joins the back of its line' },
+            `key ${row.ordering_key}`,
+          )
+        : null,
     ),
     h('td', { class: 'mono' }, row.tenant_id),
     h('td', {}, idText(row.endpoint_id)),

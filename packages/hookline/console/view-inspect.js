@@ -64,6 +64,7 @@ function renderAll(view) {
     ['Tenant', h('span', { class: 'mono' }, view.tenant_id)],
     ['Endpoint', h('span', { class: 'mono' }, view.endpoint_id)],
     ['Hook id', h('span', { class: 'mono' }, view.hook_id)],
+    ...(view.ordering_key ? [['Ordering key', h('span', { class: 'mono' }, view.ordering_key)]] : []),
     ['Attempts', fmtNumber(view.attempts)],
     ['Died', h('span', {}, fmtWhen(view.died_at), ' · ', timeCell(view.died_at))],
   ];

@@ -62,8 +62,18 @@ describe('operator console in a browser', () => {
     expect(res.statusCode, res.body).toBe(201);
     return res.json<{ id: string }>().id;
   };
-  const emit = async (tenantId: string, type: string, data: Record<string, unknown>) => {
-    const res = await t.call('POST', '/v1/events', t.keys.producer, { tenant_id: tenantId, type, data });
+  const emit = async (
+    tenantId: string,
+    type: string,
+    data: Record<string, unknown>,
+    orderingKey?: string,
+  ) => {
+    const res = await t.call('POST', '/v1/events', t.keys.producer, {
+      tenant_id: tenantId,
+      type,
+      data,
+      ...(orderingKey ? { ordering_key: orderingKey } : {}),
+    });
     expect(res.statusCode, res.body).toBe(202);
     return res.json<{ id: string }>().id;
   };
@@ -129,11 +139,12 @@ describe('operator console in a browser', () => {
     const globex = await t.keyFor('tenant', 'globex');
     const globexEndpoint = await createEndpoint(globex, (await receiver(200)).url, ['*'], 'Data warehouse');
 
-    hookIds.created = await emit('acme', 'user.created', {
-      userId: 'user_2x9KfQ',
-      email: 'ada@example.com',
-      marker,
-    });
+    hookIds.created = await emit(
+      'acme',
+      'user.created',
+      { userId: 'user_2x9KfQ', email: 'ada@example.com', marker },
+      'user_2x9KfQ',
+    );
     hookIds.updated = await emit('acme', 'user.updated', { userId: 'user_2x9KfQ', changes: ['email'] });
     hookIds.deleted = await emit('acme', 'user.deleted', { userId: 'user_7hTq' });
     hookIds.banned = await emit('acme', 'user.banned', { userId: 'user_k3Lm', reason: 'abuse' });
@@ -241,9 +252,12 @@ describe('operator console in a browser', () => {
       const letter = await deadLetterOf(hookIds.created!);
       expect(letter.endpoint_id).toBe(flakyEndpoint);
       const row = page.locator(`#dl-rows tr[data-id="${letter.id}"]`);
+      // Its ordering key, in the list and in the drawer.
+      expect(await row.locator('.ordering-key').textContent()).toBe('key user_2x9KfQ');
       await row.getByRole('button', { name: 'user.created' }).click();
       const drawer = page.getByRole('dialog');
       await drawer.getByRole('heading', { name: letter.id }).waitFor();
+      expect(await drawer.locator('.meta').textContent()).toContain('Ordering keyuser_2x9KfQ');
       // The decrypted body, exactly what the subscriber was sent, and the first attempt's headers.
       await drawer.locator('pre.code', { hasText: marker }).waitFor();
       await drawer.locator('.kv th', { hasText: 'hook-id' }).waitFor();

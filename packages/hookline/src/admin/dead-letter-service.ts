@@ -20,7 +20,7 @@ import { getDelivery, insertDeliveries } from '../store/deliveries.js';
 import type { Queryable } from '../store/db.js';
 import { lockQueues } from '../store/endpoint-queues.js';
 import { getEndpointById } from '../store/endpoints.js';
-import { nextOrderingSeq } from '../store/messages.js';
+import { nextOrderingSeqs } from '../store/messages.js';
 import { audit, type Actor } from './audit.js';
 
 /** The record as operators see it; the subscriber's last answer is opened for them (delivery/last-error.ts). */
@@ -103,7 +103,7 @@ async function queueReplay(
         first_headers: null,
         ordering_key: row.ordering_key,
         // The back of its key's line (docs/contract.md §6).
-        ordering_seq: row.ordering_key === null ? null : await nextOrderingSeq(tx),
+        ordering_seq: row.ordering_key === null ? null : (await nextOrderingSeqs(tx, 1))[0]!,
       },
     ],
     now,

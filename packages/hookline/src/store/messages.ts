@@ -32,14 +32,7 @@ async function takeOrderingSeqs(q: Queryable, count: number): Promise<number> {
   return Number(row!.value) - count + 1;
 }
 
-/** Takes one ordering number (a replay joining the back of its key's line). */
-export async function nextOrderingSeq(q: Queryable): Promise<number> {
-  if (q.dialect === 'sqlite') return takeOrderingSeqs(q, 1);
-  const row = await q.one<{ value: string }>("SELECT nextval('ordering_seq') AS value");
-  return Number(row!.value);
-}
-
-/** Takes `count` ordering numbers in one statement, ascending (a batch of replays joining their lines). */
+/** Takes `count` ordering numbers in one statement, ascending (replays joining the back of their lines). */
 export async function nextOrderingSeqs(q: Queryable, count: number): Promise<number[]> {
   if (count === 0) return [];
   if (q.dialect === 'sqlite') {

@@ -1,7 +1,7 @@
 // The ordered-delivery scenario shared by the in-process suite and the PostgreSQL process suite: keys
 // × events emitted so that each key's events are acknowledged in order, to subscribers that fail at
 // random and answer slowly, and the check that each key's deliveries first succeeded in emit order at
-// every subscriber (docs/contract.md §6).
+// every subscriber (docs/contract.md §6); and the one-second-window count the rate-limit suites share.
 import { expect } from 'vitest';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 
@@ -101,6 +101,16 @@ export function expectEmitOrder(sub: OrderedSubscriber, keys: number, events: nu
   for (let k = 0; k < keys; k++) {
     expect(sub.firstSuccesses.get(keyName(k)), `order of ${keyName(k)}`).toEqual(expected);
   }
+}
+
+/** The most attempts in any window [t, t + 1000) ms, of times in ascending order (rate limits). */
+export function busiestSecond(times: readonly number[]): number {
+  let most = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (times[i]! - times[j]! >= 1000) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
 }
 
 export function deliveredCount(sub: OrderedSubscriber): number {

@@ -1,6 +1,7 @@
 // A steady stream of emits against a running API process, for the fault tests: it records which events
 // were acknowledged (202) and when, and carries on through refusals and connection errors, which is
 // what a producer does while the service is in trouble.
+import { postJson } from './process.js';
 
 export interface Accepted {
   id: string;
@@ -29,14 +30,10 @@ export function startEventStream(
     let seen = 0;
     while (running) {
       try {
-        const res = await fetch(`${address()}/v1/events`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${producerKey}`, 'content-type': 'application/json' },
-          body: JSON.stringify({
-            tenant_id: options.tenantId ?? 'acme',
-            type: 'user.updated',
-            data: { n: n++ },
-          }),
+        const res = await postJson(address(), '/v1/events', producerKey, {
+          tenant_id: options.tenantId ?? 'acme',
+          type: 'user.updated',
+          data: { n: n++ },
         });
         const body = (await res.json().catch(() => null)) as { id?: string } | null;
         if (res.status === 202 && body?.id) accepted.push({ id: body.id, at: Date.now() });

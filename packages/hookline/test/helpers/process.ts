@@ -27,6 +27,15 @@ export async function runCli(args: string[], env: Record<string, string>, cwd?: 
   }
 }
 
+/** POST a JSON body with a bearer key to a running hookline process (`address` as it logged it). */
+export function postJson(address: string, path: string, key: string, body: unknown): Promise<Response> {
+  return fetch(`${address}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+}
+
 export interface RunningProcess {
   child: ChildProcess;
   /** The HTTP address it logged once listening. */

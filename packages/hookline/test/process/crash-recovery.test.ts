@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startEventStream, tally } from '../helpers/event-stream.js';
 import { startReceiver, eventually, type Receiver } from '../helpers/receiver.js';
 import { testEnv } from '../helpers/service.js';
-import { runCli, startProcess, type RunningProcess } from '../helpers/process.js';
+import { postJson, runCli, startProcess, type RunningProcess } from '../helpers/process.js';
 import { STORE_KINDS, createTestDatabase, type TestDatabase } from '../helpers/stores.js';
 
 describe.each(STORE_KINDS)('crash recovery on %s', (kind) => {
@@ -32,11 +32,7 @@ describe.each(STORE_KINDS)('crash recovery on %s', (kind) => {
     const api: RunningProcess = await startProcess(['serve', '--no-worker'], env);
     cleanup.push(() => api.kill());
     const call = async (path: string, key: string, body: unknown) => {
-      const res = await fetch(`${api.address}${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
+      const res = await postJson(api.address, path, key, body);
       return { status: res.status, json: (await res.json()) as Record<string, string> };
     };
     const endpoint = await call('/v1/webhooks', tenantKey, { url: receiver.url, events: ['user.*'] });
@@ -99,10 +95,9 @@ describe.each(STORE_KINDS)('API killed during ingest on %s', (kind) => {
     // `serve` with its delivery thread: the kill takes ingest and attempts in flight down together.
     let api = await startProcess(['serve'], env);
     cleanup.push(() => api.kill('SIGKILL'));
-    const created = await fetch(`${api.address}/v1/webhooks`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${tenantKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ url: receiver.url, events: ['*'] }),
+    const created = await postJson(api.address, '/v1/webhooks', tenantKey, {
+      url: receiver.url,
+      events: ['*'],
     });
     expect(created.status).toBe(201);
 

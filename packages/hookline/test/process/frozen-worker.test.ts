@@ -7,7 +7,7 @@ import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEventStream, tally } from '../helpers/event-stream.js';
 import { eventually, startReceiver } from '../helpers/receiver.js';
-import { runCli, startProcess, type RunningProcess } from '../helpers/process.js';
+import { postJson, runCli, startProcess, type RunningProcess } from '../helpers/process.js';
 import { testEnv } from '../helpers/service.js';
 import { STORE_KINDS, createTestDatabase } from '../helpers/stores.js';
 
@@ -62,12 +62,7 @@ describe.runIf(STORE_KINDS.includes('postgres') && process.platform === 'linux')
 
       const api: RunningProcess = await startProcess(['serve', '--no-worker'], env);
       cleanup.push(() => api.kill());
-      const post = (path: string, key: string, body: unknown) =>
-        fetch(`${api.address}${path}`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        });
+      const post = (path: string, key: string, body: unknown) => postJson(api.address, path, key, body);
       // One endpoint: its one queue row is what every claim, outcome and reap of the fleet locks.
       expect((await post('/v1/webhooks', tenantKey, { url: receiver.url, events: ['*'] })).status).toBe(201);
 

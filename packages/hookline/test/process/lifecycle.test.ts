@@ -1,10 +1,9 @@
 // Process roles as an operator runs them: `serve` (delivery in its own thread), `serve --no-worker` and
 // `worker`, their health routes, and a clean exit on SIGTERM.
 import { afterEach, describe, expect, it } from 'vitest';
-import { startProcess, type RunningProcess } from '../helpers/process.js';
+import { postJson, runCli, startProcess, type RunningProcess } from '../helpers/process.js';
 import { eventually, startReceiver } from '../helpers/receiver.js';
 import { testEnv } from '../helpers/service.js';
-import { runCli } from '../helpers/process.js';
 import { STORE_KINDS, createTestDatabase } from '../helpers/stores.js';
 
 describe.each(STORE_KINDS)('process roles on %s', (kind) => {
@@ -42,12 +41,7 @@ describe.each(STORE_KINDS)('process roles on %s', (kind) => {
     const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
     const serve: RunningProcess = await startProcess(['serve'], env);
     cleanup.push(() => serve.kill('SIGKILL'));
-    const post = (path: string, key: string, body: unknown) =>
-      fetch(`${serve.address}${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
+    const post = (path: string, key: string, body: unknown) => postJson(serve.address, path, key, body);
     expect((await post('/v1/webhooks', tenantKey, { url: receiver.url, events: ['*'] })).status).toBe(201);
     for (let i = 0; i < 3; i++) {
       expect(

@@ -4,10 +4,11 @@
 // every one-second window (docs/contract.md §4.1, §6).
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, startReceiver } from '../helpers/receiver.js';
-import { runCli, startProcess, type RunningProcess } from '../helpers/process.js';
+import { postJson, runCli, startProcess, type RunningProcess } from '../helpers/process.js';
 import { testEnv } from '../helpers/service.js';
 import { STORE_KINDS, createTestDatabase } from '../helpers/stores.js';
 import {
+  busiestSecond,
   deliveredCount,
   emitRounds,
   expectEmitOrder,
@@ -41,11 +42,7 @@ describe.runIf(STORE_KINDS.includes('postgres'))(
       const api: RunningProcess = await startProcess(['serve', '--no-worker'], fullEnv);
       cleanup.push(() => api.kill());
       const post = async (path: string, key: string, body: unknown) => {
-        const res = await fetch(`${api.address}${path}`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        });
+        const res = await postJson(api.address, path, key, body);
         expect(res.status, await res.clone().text()).toBeLessThan(300);
         return res.json();
       };
@@ -102,11 +99,7 @@ describe.runIf(STORE_KINDS.includes('postgres'))(
       await c.startWorkers();
       const requests = await receiver.waitFor(EMITTED, 30_000);
       const times = requests.map((r) => r.at).sort((a, b) => a - b);
-      let busiest = 0;
-      for (let i = 0, j = 0; i < times.length; i++) {
-        while (times[i]! - times[j]! >= 1000) j++;
-        busiest = Math.max(busiest, i - j + 1);
-      }
+      const busiest = busiestSecond(times);
       const seconds = (times.at(-1)! - times[0]!) / 1000;
       console.log(`rate_limit 20: busiest one-second window ${busiest}, mean ${(EMITTED - 1) / seconds}/s`);
       expect(busiest).toBeLessThanOrEqual(20);

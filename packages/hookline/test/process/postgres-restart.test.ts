@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEventStream, tally } from '../helpers/event-stream.js';
 import { PRIVATE_POSTGRES, startPrivatePostgres } from '../helpers/private-postgres.js';
-import { runCli, startProcess, type RunningProcess } from '../helpers/process.js';
+import { postJson, runCli, startProcess, type RunningProcess } from '../helpers/process.js';
 import { eventually, startReceiver } from '../helpers/receiver.js';
 import { testEnv } from '../helpers/service.js';
 import type { TestDatabase } from '../helpers/stores.js';
@@ -38,10 +38,9 @@ describe.runIf(PRIVATE_POSTGRES)('PostgreSQL restarted under a running service',
     cleanup.push(() => api.kill());
     const worker = await startProcess(['worker'], env);
     cleanup.push(() => worker.kill());
-    const created = await fetch(`${api.address}/v1/webhooks`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${tenantKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ url: receiver.url, events: ['*'] }),
+    const created = await postJson(api.address, '/v1/webhooks', tenantKey, {
+      url: receiver.url,
+      events: ['*'],
     });
     expect(created.status).toBe(201);
 

@@ -3,7 +3,7 @@
 // arrives at least once, none is lost, none is left `delivering`, duplicates stay rare.
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
-import { runCli, startProcess, type RunningProcess } from '../helpers/process.js';
+import { postJson, runCli, startProcess, type RunningProcess } from '../helpers/process.js';
 import { testEnv } from '../helpers/service.js';
 import { STORE_KINDS, createTestDatabase } from '../helpers/stores.js';
 
@@ -42,11 +42,7 @@ describe.runIf(STORE_KINDS.includes('postgres'))('scale-out on PostgreSQL', () =
     const api: RunningProcess = await startProcess(['serve', '--no-worker'], env);
     cleanup.push(() => api.kill());
     const post = async (path: string, key: string, body: unknown) => {
-      const res = await fetch(`${api.address}${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
+      const res = await postJson(api.address, path, key, body);
       expect(res.status).toBeLessThan(300);
       return (await res.json()) as { id: string };
     };

@@ -10,6 +10,7 @@ import {
   setQueueRate,
   settleQueues,
 } from '../../src/store/endpoint-queues.js';
+import { busiestSecond } from '../delivery/ordering-support.js';
 import { STORE_KINDS } from '../helpers/stores.js';
 import {
   CEILING,
@@ -49,16 +50,6 @@ async function claimEvery(
     }
   }
   return times;
-}
-
-/** The most attempts in any window [t, t + 1000) ms. */
-function busiestSecond(times: readonly number[]): number {
-  let most = 0;
-  for (let i = 0, j = 0; i < times.length; i++) {
-    while (times[i]! - times[j]! >= 1000) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
 }
 
 describe.each(STORE_KINDS)('endpoint rate limits on %s', (kind) => {

@@ -6,6 +6,7 @@
 // bench/last-run.md with the machine it ran on. Cases (for --only, by name or prefix):
 //   ceiling  bullmq  graphile  drain-sqlite  drain-pg  e2e-sqlite  e2e-pg  ingest  ingest-half
 //   backlog  isolation  fanout  memory  ordering  rate-limit
+// BENCH_CPU_PROF=<dir> writes a CPU profile of every hookline process into <dir> (node --cpu-prof).
 import { execSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';

@@ -175,7 +175,11 @@ const HOOKLINE_BIN = fileURLToPath(new URL('../../packages/hookline/bin/hookline
 
 /** Starts a long-running hookline command (serve, worker); stderr is kept for error messages. */
 export function spawnHookline(args, env) {
-  const child = spawn(process.execPath, [HOOKLINE_BIN, ...args], {
+  // BENCH_CPU_PROF=<dir> profiles each hookline process (node --cpu-prof) for reading off what limits it.
+  const profile = process.env.BENCH_CPU_PROF
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+    : [];
+  const child = spawn(process.execPath, [...profile, HOOKLINE_BIN, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

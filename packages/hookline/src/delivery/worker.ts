@@ -161,7 +161,12 @@ export class DeliveryWorker {
           this.claimWake.fire();
           this.ctx.signal.notify();
         }
-        if (result.messages > 0) continue;
+        // On SQLite a batch runs without ever leaving the event loop (the driver is synchronous): the
+        // next one waits a turn, so the attempts already claimed get their sockets served meanwhile.
+        if (result.messages > 0) {
+          await new Promise((resolve) => setImmediate(resolve));
+          continue;
+        }
       } catch (err) {
         this.ctx.logger.error({ err }, 'fan-out failed; retrying');
       }

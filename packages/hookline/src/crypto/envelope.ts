@@ -31,6 +31,23 @@ export function encryptionKeyFromBase64(base64: string): EncryptionKey {
   return { id, key };
 }
 
+// Nonces are drawn from the system's generator in blocks, one call per 256 seals: a call per seal was
+// ~4 % of an emit's CPU. Each block is a new buffer and each nonce a slice of it used once, so no two
+// seals share a nonce (random 96-bit nonces, as before).
+const NONCE_POOL_BYTES = NONCE_BYTES * 256;
+let noncePool = Buffer.alloc(0);
+let nonceOffset = 0;
+
+function nextNonce(): Buffer {
+  if (nonceOffset + NONCE_BYTES > noncePool.length) {
+    noncePool = randomBytes(NONCE_POOL_BYTES);
+    nonceOffset = 0;
+  }
+  const nonce = noncePool.subarray(nonceOffset, nonceOffset + NONCE_BYTES);
+  nonceOffset += NONCE_BYTES;
+  return nonce;
+}
+
 export class Envelope {
   private readonly byId: Map<string, Buffer>;
   private readonly digestKey: Buffer;
@@ -54,7 +71,7 @@ export class Envelope {
   }
 
   seal(plaintext: Buffer | string, aad: string): Buffer {
-    const nonce = randomBytes(NONCE_BYTES);
+    const nonce = nextNonce();
     const cipher = createCipheriv('aes-256-gcm', this.current.key, nonce);
     cipher.setAAD(Buffer.from(aad, 'utf8'));
     const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);

@@ -14,6 +14,9 @@ import { startQueueSampler } from './queue-sampler.js';
 import { startRetention } from './retention.js';
 import { DeliveryWorker, type WorkerOptions } from './worker.js';
 
+/** The shortest time between two wake messages to the thread. */
+const WAKE_SPACING_MS = 2;
+
 type Metric = MetricObjectWithValues<MetricValue<string>>;
 
 type ToThread = { type: 'wake' } | { type: 'stop'; graceMs: number } | { type: 'metrics'; id: number };
@@ -87,10 +90,28 @@ export class DeliveryThread {
     if (!this.exited) this.worker.postMessage(message);
   }
 
-  /** New work may be waiting (an emit, a replay, a re-enabled endpoint). */
+  /**
+   * New work may be waiting (an emit, a replay, a re-enabled endpoint). A message to a thread costs
+   * more than the commit of an emit, so at most one goes per WAKE_SPACING_MS: the first at once, and
+   * one more at the end of the interval if any commit asked meanwhile.
+   */
   wake(): void {
+    if (this.wakeSpacing) {
+      this.wakeAgain = true;
+      return;
+    }
     this.send({ type: 'wake' });
+    this.wakeSpacing = setTimeout(() => {
+      this.wakeSpacing = null;
+      if (this.wakeAgain) {
+        this.wakeAgain = false;
+        this.wake();
+      }
+    }, WAKE_SPACING_MS);
   }
+
+  private wakeSpacing: NodeJS.Timeout | null = null;
+  private wakeAgain = false;
 
   /** The thread's own counters and histograms, for /metrics. */
   metrics(): Promise<Metric[]> {
@@ -104,6 +125,7 @@ export class DeliveryThread {
 
   /** Lets attempts in flight finish until `graceMs` (as DeliveryWorker.stop), then ends the thread. */
   async stop(graceMs: number): Promise<void> {
+    if (this.wakeSpacing) clearTimeout(this.wakeSpacing);
     this.send({ type: 'stop', graceMs });
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.exit, new Promise((r) => (timer = setTimeout(r, graceMs + 10_000)))]);

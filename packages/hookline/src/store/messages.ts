@@ -46,29 +46,44 @@ export async function nextOrderingSeqs(q: Queryable, count: number): Promise<num
   return rows.map((r) => Number(r.value)).sort((a, b) => a - b);
 }
 
-/** Inserts messages, one multi-row statement per few hundred (group commit of emits). */
+const INSERT_MESSAGE = `INSERT INTO messages (id, tenant_id, event_type, payload, idempotency_key,
+  idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_seq)`;
+
+/**
+ * Inserts messages (group commit of emits): on PostgreSQL one multi-row statement per few hundred, a
+ * round trip each; on SQLite, where a statement costs no round trip, one prepared row statement per
+ * message, so no statement text is built and prepared per group size.
+ */
 export async function insertMessages(q: Queryable, rows: readonly MessageRow[]): Promise<void> {
+  if (q.dialect === 'sqlite') {
+    const keyed = rows.filter((r) => r.ordering_key !== null).length;
+    let seq = keyed > 0 ? await takeOrderingSeqs(q, keyed) : 0;
+    for (const row of rows) {
+      await q.run(`${INSERT_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [
+        row.id,
+        row.tenant_id,
+        row.event_type,
+        row.payload,
+        row.idempotency_key,
+        row.idempotency_fingerprint,
+        row.created_at,
+        row.fanned_out_at,
+        row.ordering_key,
+        row.ordering_key === null ? null : seq++,
+      ]);
+    }
+    return;
+  }
   for (let start = 0; start < rows.length; start += 500) {
     const chunk = rows.slice(start, start + 500);
-    const keyed = chunk.filter((r) => r.ordering_key !== null).length;
-    let seq = q.dialect === 'sqlite' && keyed > 0 ? await takeOrderingSeqs(q, keyed) : 0;
     const params: SqlValue[] = [];
     const tuples = chunk.map((row) => {
       params.push(row.id, row.tenant_id, row.event_type, row.payload, row.idempotency_key);
       params.push(row.idempotency_fingerprint, row.created_at, row.fanned_out_at, row.ordering_key);
       const values = placeholders(MESSAGE_COLUMNS, params.length - MESSAGE_COLUMNS + 1);
-      if (q.dialect === 'postgres') {
-        return `(${values}, CASE WHEN CAST($${params.length} AS TEXT) IS NULL THEN NULL ELSE nextval('ordering_seq') END)`;
-      }
-      params.push(row.ordering_key === null ? null : seq++);
-      return `(${values}, $${params.length})`;
+      return `(${values}, CASE WHEN CAST($${params.length} AS TEXT) IS NULL THEN NULL ELSE nextval('ordering_seq') END)`;
     });
-    await q.run(
-      `INSERT INTO messages (id, tenant_id, event_type, payload, idempotency_key, idempotency_fingerprint,
-         created_at, fanned_out_at, ordering_key, ordering_seq)
-       VALUES ${tuples.join(', ')}`,
-      params,
-    );
+    await q.run(`${INSERT_MESSAGE} VALUES ${tuples.join(', ')}`, params);
   }
 }
 

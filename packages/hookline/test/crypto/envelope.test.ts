@@ -60,6 +60,16 @@ describe('Envelope', () => {
     }
   });
 
+  it('never repeats a nonce, across the blocks nonces are drawn in (1,000 seals)', () => {
+    const nonces = new Set<string>();
+    for (let i = 0; i < 1000; i++) {
+      const sealed = envelope.seal(BODY, 'a');
+      nonces.add(sealed.subarray(2 + key.id.length, 14 + key.id.length).toString('hex'));
+      expect(envelope.openText(sealed, 'a')).toBe(BODY);
+    }
+    expect(nonces.size).toBe(1000);
+  });
+
   it('derives the key id from the key: same key, same id; different key, different id', () => {
     const base64 = randomBytes(32).toString('base64');
     expect(encryptionKeyFromBase64(base64).id).toBe(encryptionKeyFromBase64(base64).id);

@@ -113,7 +113,7 @@ function rows(s) {
     { section: 'Independence' },
     row(
       'backlog',
-      `backlog: drain rate with ${fmt(s.backlog)} queued (SQLite, 100th→900th delivery)`,
+      `backlog: drain rate with ${fmt(s.backlog)} queued (SQLite, 100th→900th delivery once released)`,
       'backlog.large',
       '/s',
       {

@@ -47,7 +47,8 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
   // Endpoints read per transaction, matching or not.
   const readBudget = 4 * chunk;
   return ctx.db.transaction(async (tx) => {
-    const messages = await claimForFanout(tx, limit);
+    // No more messages than one chunk of deliveries can take: the rest would be read for nothing.
+    const messages = await claimForFanout(tx, Math.min(limit, chunk));
     if (messages.length === 0) return { messages: 0, deliveries: 0 };
     const now = ctx.clock();
     const rows: NewDelivery[] = [];

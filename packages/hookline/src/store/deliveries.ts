@@ -141,6 +141,34 @@ export async function insertDeliveries(
       });
     }
   }
+  const status = (r: NewDelivery) => (held.has(r) ? 'held' : 'pending');
+  if (q.dialect === 'sqlite') {
+    // No round trip to save: one prepared row statement each, without building and parsing a JSON
+    // document of the rows (fan-out's largest cost in a drain: ~15 µs a row that way).
+    for (const r of rows) {
+      await q.run(
+        `INSERT INTO deliveries (id, message_id, endpoint_id, tenant_id, event_type, next_attempt_at,
+           replay_of, first_headers, status, ordering_key, ordering_seq, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
+        [
+          r.id,
+          r.message_id,
+          r.endpoint_id,
+          r.tenant_id,
+          r.event_type,
+          r.next_attempt_at,
+          r.replay_of,
+          r.first_headers,
+          status(r),
+          r.ordering_key ?? null,
+          r.ordering_seq ?? null,
+          now,
+        ],
+      );
+    }
+    await enqueue(q, arrivalsOf(rows.map((r) => (held.has(r) ? { ...r, status: 'held' } : r))));
+    return;
+  }
   // One JSON parameter, one statement text: prepared once per connection, where a VALUES list is a
   // new text (parsed and planned again) for every length, and thousands of bound values a time.
   const t = jsonRecords(q.dialect, 1, NEW_DELIVERY_COLUMNS);
@@ -161,7 +189,7 @@ export async function insertDeliveries(
           item_due: r.next_attempt_at,
           item_replay_of: r.replay_of,
           item_headers: r.first_headers,
-          item_status: held.has(r) ? 'held' : 'pending',
+          item_status: status(r),
           item_key: r.ordering_key ?? null,
           item_seq: r.ordering_seq ?? null,
         })),

@@ -29,8 +29,9 @@ export interface ContextOptions {
   /** Process-wide metrics (CPU, memory) on /metrics; off in tests that run many services in one process. */
   processMetrics?: boolean;
   /**
-   * The SQLite write lock of the thread that started this one (store/sqlite/thread-lock.ts). This
-   * thread's connection then also checkpoints the write-ahead log in the background.
+   * The SQLite write lock of the thread that started this one (store/sqlite/thread-lock.ts). That
+   * thread's service also checkpoints the write-ahead log (store/sqlite/checkpointer.ts): this
+   * connection's commits do not.
    */
   sqliteThreadLock?: SharedArrayBuffer;
   /** Collect the figures read from the database (queue depth); off in the delivery thread. */
@@ -60,9 +61,7 @@ export async function createContext(config: Config, options: ContextOptions = {}
     options.db ??
     (await openDb(config.databaseUrl, {
       synchronous: config.sqliteSynchronous,
-      ...(options.sqliteThreadLock
-        ? { threadLock: options.sqliteThreadLock, checkpoints: 'background' }
-        : {}),
+      ...(options.sqliteThreadLock ? { threadLock: options.sqliteThreadLock, checkpoints: 'elsewhere' } : {}),
     }));
   const logger = options.logger ?? createLogger(config);
   if (keyFile?.created) {

@@ -9,6 +9,8 @@ import { DeliveryThread } from './delivery/delivery-thread.js';
 import { DeliveryWorker, type WorkerOptions } from './delivery/worker.js';
 import { Emitter } from './events/emit.js';
 import { migrate } from './store/migrations/index.js';
+import { SqliteCheckpointer } from './store/sqlite/checkpointer.js';
+import { SqliteDb } from './store/sqlite/sqlite-db.js';
 
 export interface ServiceOptions extends ContextOptions {
   /** Serve the HTTP API (`serve`), or only health routes (`worker`). */
@@ -39,7 +41,13 @@ export interface Service {
 
 export async function startService(config: Config, options: ServiceOptions): Promise<Service> {
   const ctx = await createContext(config, options);
+  // A long-running process's commits never checkpoint SQLite's log: a thread of its own does.
+  let checkpointer: SqliteCheckpointer | null = null;
   try {
+    if (ctx.db instanceof SqliteDb && ctx.db.file !== ':memory:') {
+      ctx.db.leaveCheckpoints();
+      checkpointer = await SqliteCheckpointer.start(ctx.db.file);
+    }
     await migrate(ctx.db, (message) => ctx.logger.info(message));
     const emitter = new Emitter(ctx);
     // The API's framework is loaded only where there is an API: a worker starts without it.
@@ -73,11 +81,14 @@ export async function startService(config: Config, options: ServiceOptions): Pro
         await worker?.stop(options.shutdownGraceMs ?? 10_000);
         await thread?.stop(options.shutdownGraceMs ?? 10_000);
         await ctx.signal.close();
+        // The last connection to close copies the rest of the log into the database.
+        await checkpointer?.stop();
         await ctx.db.close();
       })());
     return { ctx, app: api, emitter, worker, address, close };
   } catch (err) {
     await ctx.signal.close();
+    await checkpointer?.stop();
     await ctx.db.close();
     throw err;
   }

@@ -47,8 +47,6 @@ export class DeliveryThread {
     private readonly logger: Logger,
   ) {
     const sqliteThreadLock = db instanceof SqliteDb ? db.threadLock.buffer : null;
-    // The delivery thread's connection checkpoints in the background; this one's commits stop doing it.
-    if (db instanceof SqliteDb) db.leaveCheckpoints();
     const data: ThreadData = { config, workerOptions, sqliteThreadLock };
     this.worker = new Worker(new URL(import.meta.url), { workerData: data });
     this.worker.on('message', (m: FromThread) => {

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SqliteCheckpointer } from '../../src/store/sqlite/checkpointer.js';
 import { SqliteDb } from '../../src/store/sqlite/sqlite-db.js';
 import { eventually } from '../helpers/receiver.js';
 
@@ -86,22 +87,30 @@ describe('SqliteDb', () => {
     await other.close();
   });
 
-  it('a background checkpointer copies the log into the database, so commits elsewhere need not', async () => {
-    // As in `hookline serve`: the API's connection stops checkpointing inside its commits, and the
-    // delivery thread's connection checkpoints on a timer, outside the write lock.
+  it('a checkpointer thread copies the log into the database, so commits need not', async () => {
+    // As in `hookline serve` and `hookline worker`: the connections stop checkpointing inside their
+    // commits, and a thread of the process checkpoints on a timer, without the write lock.
     const file = path.join(dir, 'x.db');
     db.leaveCheckpoints();
     const before = statSync(file).size;
-    await db.transaction(async (tx) => {
-      for (let i = 0; i < 2000; i++) await tx.run('INSERT INTO t (n) VALUES ($1)', [i]);
-    });
-    // Committed to the log only: the database file itself has not grown yet.
+    const fill = (from: number) =>
+      db.transaction(async (tx) => {
+        for (let i = from; i < from + 2000; i++) await tx.run('INSERT INTO t (n) VALUES ($1)', [i]);
+      });
+    await fill(0);
+    // Committed to the log only: the database file itself has not grown.
     expect(statSync(file).size).toBe(before);
-    const checkpointer = new SqliteDb(file, { threadLock: db.threadLock.buffer, checkpoints: 'background' });
+    const checkpointer = await SqliteCheckpointer.start(file);
     try {
       await eventually(() => statSync(file).size > before);
+      // And it goes on: what is committed later reaches the file too, while this connection writes.
+      const grown = statSync(file).size;
+      await fill(2000);
+      await fill(4000);
+      await eventually(() => statSync(file).size > grown);
     } finally {
-      await checkpointer.close();
+      await checkpointer.stop();
     }
+    expect(await db.one('SELECT COUNT(*) AS n FROM t')).toEqual({ n: 6000 });
   });
 });

@@ -21,19 +21,15 @@ export interface SqliteOptions {
   /** The write lock of another thread's connection to the same file (store/sqlite/thread-lock.ts). */
   threadLock?: SharedArrayBuffer;
   /**
-   * `background`: this connection checkpoints the write-ahead log on a timer, outside the write lock,
-   * instead of inside whichever commit crosses SQLite's threshold (a checkpoint takes tens of
-   * milliseconds; inside a commit it held up the other thread's emits). The other connection then
-   * calls leaveCheckpoints(). Default: SQLite's automatic checkpoints.
+   * `elsewhere`: this connection's commits never checkpoint the write-ahead log; a checkpointer thread
+   * does (store/sqlite/checkpointer.ts). Default `auto`: SQLite's, inside whichever commit crosses
+   * its threshold (what a one-shot command wants).
    */
-  checkpoints?: 'auto' | 'background';
+  checkpoints?: 'auto' | 'elsewhere';
 }
 
 /** Statements with more placeholders than this are not kept prepared (see prepare). */
 const MAX_CACHED_PARAMETERS = 64;
-
-/** How often a background checkpointer copies the write-ahead log back into the database. */
-const CHECKPOINT_INTERVAL_MS = 250;
 
 export class SqliteDb implements Db {
   readonly dialect = 'sqlite' as const;
@@ -44,7 +40,10 @@ export class SqliteDb implements Db {
   /** Shared with the other threads of this process that write the same file; pass its buffer on. */
   readonly threadLock: ThreadLock;
 
-  constructor(file: string, options: SqliteOptions = {}) {
+  constructor(
+    readonly file: string,
+    options: SqliteOptions = {},
+  ) {
     if (file !== ':memory:') preparePrivateDatabaseFile(file);
     this.conn = new Database(file);
     this.conn.pragma('journal_mode = WAL');
@@ -52,31 +51,12 @@ export class SqliteDb implements Db {
     this.conn.pragma('busy_timeout = 5000');
     this.conn.pragma('foreign_keys = ON');
     this.threadLock = new ThreadLock(options.threadLock);
-    if (options.checkpoints === 'background') {
-      this.leaveCheckpoints();
-      this.checkpointer = setInterval(() => this.checkpoint(), CHECKPOINT_INTERVAL_MS);
-      this.checkpointer.unref();
-    }
+    if (options.checkpoints === 'elsewhere') this.leaveCheckpoints();
   }
 
-  private checkpointer: NodeJS.Timeout | null = null;
-
-  /** Stops checkpointing inside commits: another connection does it in the background. */
+  /** Stops checkpointing inside commits: a checkpointer thread does it (store/sqlite/checkpointer.ts). */
   leaveCheckpoints(): void {
     this.conn.pragma('wal_autocheckpoint = 0');
-  }
-
-  /**
-   * A passive checkpoint: copies what it can without waiting for readers or the writer, so it needs
-   * no write lock. Skipped while this connection is inside a transaction.
-   */
-  private checkpoint(): void {
-    if (this.locked || !this.conn.open) return;
-    try {
-      this.conn.pragma('wal_checkpoint(PASSIVE)');
-    } catch {
-      // Busy (another checkpoint): the next tick tries again.
-    }
   }
 
   private prepare(sql: string): Prepared {
@@ -167,7 +147,6 @@ export class SqliteDb implements Db {
   }
 
   async close(): Promise<void> {
-    if (this.checkpointer) clearInterval(this.checkpointer);
     while (this.locked) await this.lock;
     if (this.conn.open) this.conn.close();
   }

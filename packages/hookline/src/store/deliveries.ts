@@ -62,6 +62,9 @@ export type NewDelivery = Pick<
   | 'ordering_seq'
 >;
 
+const INSERT_DELIVERY = `INSERT INTO deliveries (id, message_id, endpoint_id, tenant_id, event_type,
+  next_attempt_at, replay_of, first_headers, status, ordering_key, ordering_seq, created_at, updated_at)`;
+
 const NEW_DELIVERY_COLUMNS = {
   item_id: 'text',
   item_message: 'text',
@@ -146,25 +149,20 @@ export async function insertDeliveries(
     // No round trip to save: one prepared row statement each, without building and parsing a JSON
     // document of the rows (fan-out's largest cost in a drain: ~15 µs a row that way).
     for (const r of rows) {
-      await q.run(
-        `INSERT INTO deliveries (id, message_id, endpoint_id, tenant_id, event_type, next_attempt_at,
-           replay_of, first_headers, status, ordering_key, ordering_seq, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
-        [
-          r.id,
-          r.message_id,
-          r.endpoint_id,
-          r.tenant_id,
-          r.event_type,
-          r.next_attempt_at,
-          r.replay_of,
-          r.first_headers,
-          status(r),
-          r.ordering_key ?? null,
-          r.ordering_seq ?? null,
-          now,
-        ],
-      );
+      await q.run(`${INSERT_DELIVERY} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`, [
+        r.id,
+        r.message_id,
+        r.endpoint_id,
+        r.tenant_id,
+        r.event_type,
+        r.next_attempt_at,
+        r.replay_of,
+        r.first_headers,
+        status(r),
+        r.ordering_key ?? null,
+        r.ordering_seq ?? null,
+        now,
+      ]);
     }
     await enqueue(q, arrivalsOf(rows.map((r) => (held.has(r) ? { ...r, status: 'held' } : r))));
     return;
@@ -173,8 +171,7 @@ export async function insertDeliveries(
   // new text (parsed and planned again) for every length, and thousands of bound values a time.
   const t = jsonRecords(q.dialect, 1, NEW_DELIVERY_COLUMNS);
   await q.run(
-    `INSERT INTO deliveries (id, message_id, endpoint_id, tenant_id, event_type, next_attempt_at,
-       replay_of, first_headers, status, ordering_key, ordering_seq, created_at, updated_at)
+    `${INSERT_DELIVERY}
      SELECT t.item_id, t.item_message, t.item_endpoint, t.item_tenant, t.item_type, t.item_due,
        t.item_replay_of, t.item_headers, t.item_status, t.item_key, t.item_seq, $2, $2
      FROM ${t}`,

@@ -164,36 +164,35 @@ export async function insertDeliveries(
         now,
       ]);
     }
-    await enqueue(q, arrivalsOf(rows.map((r) => (held.has(r) ? { ...r, status: 'held' } : r))));
-    return;
+  } else {
+    // One JSON parameter, one statement text: prepared once per connection, where a VALUES list is a
+    // new text (parsed and planned again) for every length, and thousands of bound values a time.
+    const t = jsonRecords(q.dialect, 1, NEW_DELIVERY_COLUMNS);
+    await q.run(
+      `${INSERT_DELIVERY}
+       SELECT t.item_id, t.item_message, t.item_endpoint, t.item_tenant, t.item_type, t.item_due,
+         t.item_replay_of, t.item_headers, t.item_status, t.item_key, t.item_seq, $2, $2
+       FROM ${t}`,
+      [
+        JSON.stringify(
+          rows.map((r) => ({
+            item_id: r.id,
+            item_message: r.message_id,
+            item_endpoint: r.endpoint_id,
+            item_tenant: r.tenant_id,
+            item_type: r.event_type,
+            item_due: r.next_attempt_at,
+            item_replay_of: r.replay_of,
+            item_headers: r.first_headers,
+            item_status: status(r),
+            item_key: r.ordering_key ?? null,
+            item_seq: r.ordering_seq ?? null,
+          })),
+        ),
+        now,
+      ],
+    );
   }
-  // One JSON parameter, one statement text: prepared once per connection, where a VALUES list is a
-  // new text (parsed and planned again) for every length, and thousands of bound values a time.
-  const t = jsonRecords(q.dialect, 1, NEW_DELIVERY_COLUMNS);
-  await q.run(
-    `${INSERT_DELIVERY}
-     SELECT t.item_id, t.item_message, t.item_endpoint, t.item_tenant, t.item_type, t.item_due,
-       t.item_replay_of, t.item_headers, t.item_status, t.item_key, t.item_seq, $2, $2
-     FROM ${t}`,
-    [
-      JSON.stringify(
-        rows.map((r) => ({
-          item_id: r.id,
-          item_message: r.message_id,
-          item_endpoint: r.endpoint_id,
-          item_tenant: r.tenant_id,
-          item_type: r.event_type,
-          item_due: r.next_attempt_at,
-          item_replay_of: r.replay_of,
-          item_headers: r.first_headers,
-          item_status: status(r),
-          item_key: r.ordering_key ?? null,
-          item_seq: r.ordering_seq ?? null,
-        })),
-      ),
-      now,
-    ],
-  );
   await enqueue(q, arrivalsOf(rows.map((r) => (held.has(r) ? { ...r, status: 'held' } : r))));
 }
 

@@ -93,8 +93,14 @@ async function fillBacklog(
   events,
   { concurrency = 64, orderingKeys = 0, endpoint = {} } = {},
 ) {
+  await createEndpoints(hl.api.origin, hl.tenantKey, urls, 32, endpoint);
+  await emitBacklog(ctx, hl, events, { concurrency, orderingKeys });
+  return hl.api;
+}
+
+/** Emits `events` through `hl.api`, 202 for every one (retrying refusals), with progress. */
+async function emitBacklog(ctx, hl, events, { concurrency = 64, orderingKeys = 0 } = {}) {
   const api = hl.api;
-  await createEndpoints(api.origin, hl.tenantKey, urls, 32, endpoint);
   const t0 = now();
   const r = await emit(
     { origin: api.origin, key: hl.producerKey, total: events, concurrency, retry: true, orderingKeys },
@@ -102,7 +108,6 @@ async function fillBacklog(
   );
   if (r.ok !== events) throw new Error(`backlog fill: only ${r.ok} of ${events} emits accepted`);
   ctx.log(`backlog of ${fmt(events)} events in ${fmt((now() - t0) / 1000, 1)} s`);
-  return api;
 }
 
 /** Drain: backlog first, then `workers` `hookline worker` processes; rate from their spawn to the last delivery. */
@@ -295,14 +300,7 @@ async function backlogCase(ctx) {
         const [endpoint] = await createEndpoints(hl.api.origin, hl.tenantKey, [sub.url('/hook/0')], 1, {
           rate_limit: 1,
         });
-        const r0 = await emit({
-          origin: hl.api.origin,
-          key: hl.producerKey,
-          total: events,
-          concurrency: 64,
-          retry: true,
-        });
-        if (r0.ok !== events) throw new Error(`backlog fill: only ${r0.ok} of ${events} emits accepted`);
+        await emitBacklog(ctx, hl, events);
         const filled = now();
         while ((await queueDepth(worker.origin))?.awaiting_fanout !== 0) {
           if (now() - filled > ctx.scale.stallMs) throw new Error('backlog: fan-out did not finish');

@@ -83,8 +83,10 @@ function drainNote(ctx, r, total) {
 
 /**
  * Creates endpoints at `urls` and fills a backlog of `events` through the API process `hl.api`
- * (`serve --no-worker`): emitted over HTTP, complete when every emit has been answered 202. Fan-out
- * is left to the worker, so a timed drain includes it.
+ * (`serve --no-worker`): emitted over HTTP, complete when every emit has been answered 202. On SQLite
+ * the emits fan out to a tenant's few endpoints themselves (docs/architecture.md, "Fan-out"), so the
+ * backlog is deliveries, as BullMQ's is jobs; on PostgreSQL fan-out is left to the workers, and a
+ * timed drain includes it.
  */
 async function fillBacklog(
   ctx,
@@ -392,8 +394,9 @@ async function fanoutCase(ctx) {
 
 /**
  * Memory: `memoryEvents` events × 10 endpoints emitted through `serve --no-worker` while the
- * subscriber is down; one `hookline worker` fans out and keeps failing; its peak RSS is taken once
- * fan-out is complete and it has run a while longer. Then the subscriber comes up and the drain is timed.
+ * subscriber is down; one `hookline worker` fans out what the emits left and keeps failing; its peak
+ * RSS is taken once fan-out is complete and it has run a while longer. Then the subscriber comes up and
+ * the drain is timed.
  */
 async function memoryCase(ctx) {
   const events = ctx.scale.memoryEvents;

@@ -7,10 +7,16 @@
 import { matchesEventFilter } from '../catalogue/index.js';
 import type { Context } from '../context.js';
 import { newId } from '../ids.js';
-import type { Dialect } from '../store/db.js';
+import type { Dialect, Queryable } from '../store/db.js';
 import { insertDeliveries, type NewDelivery } from '../store/deliveries.js';
 import { listActiveEndpoints } from '../store/endpoints.js';
-import { advanceFanout, claimForFanout } from '../store/messages.js';
+import {
+  advanceFanout,
+  claimForFanout,
+  insertMessages,
+  keyAwaitsFanout,
+  type MessageRow,
+} from '../store/messages.js';
 
 /** Messages read per transaction. */
 export const FANOUT_BATCH = 200;
@@ -79,19 +85,9 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
             break;
           }
           cursor = endpoint.id;
-          if (!matchesEventFilter(filtersOf(endpoint), message.event_type)) continue;
-          rows.push({
-            id: newId('delivery', now),
-            message_id: message.id,
-            endpoint_id: endpoint.id,
-            tenant_id: message.tenant_id,
-            event_type: message.event_type,
-            next_attempt_at: now,
-            replay_of: null,
-            first_headers: null,
-            ordering_key: message.ordering_key,
-            ordering_seq: message.ordering_seq,
-          });
+          if (matchesEventFilter(filtersOf(endpoint), message.event_type)) {
+            rows.push(newDelivery(message, endpoint.id, message.ordering_seq, now));
+          }
         }
         if (!full && endpoints.length < chunk) complete = true;
         if (complete) break;
@@ -107,4 +103,88 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
     await advanceFanout(tx, done, partial, now);
     return { messages: done.length + (partial ? 1 : 0), deliveries: rows.length };
   });
+}
+
+function newDelivery(
+  message: Pick<MessageRow, 'id' | 'tenant_id' | 'event_type' | 'ordering_key'>,
+  endpointId: string,
+  orderingSeq: number | null,
+  now: number,
+): NewDelivery {
+  return {
+    id: newId('delivery', now),
+    message_id: message.id,
+    endpoint_id: endpointId,
+    tenant_id: message.tenant_id,
+    event_type: message.event_type,
+    next_attempt_at: now,
+    replay_of: null,
+    first_headers: null,
+    ordering_key: message.ordering_key,
+    ordering_seq: orderingSeq,
+  };
+}
+
+/**
+ * At most this many active endpoints for a tenant's messages to be fanned out by their emit; a tenant
+ * with more is left to the workers' chunked fan-out.
+ */
+export const EMIT_FANOUT_ENDPOINTS = 32;
+/** At most this many deliveries made by one group of emits; the rest of the group is left to the workers. */
+export const EMIT_FANOUT_BUDGET = 1024;
+
+/**
+ * Writes a group of new messages, and on SQLite fans out in the same transaction those whose tenant
+ * has few endpoints (docs/architecture.md, "Fan-out"): the emit's transaction holds the writer
+ * anyway, and the message row is then written once, already fanned out, instead of being read and
+ * rewritten by a worker's fan-out transaction. Bounded by EMIT_FANOUT_ENDPOINTS and EMIT_FANOUT_BUDGET,
+ * so an emit's transaction stays short whatever the subscriptions. On PostgreSQL every message is
+ * left to the workers: there each fan-out moves the endpoints' hot queue rows, which workers update
+ * 256 deliveries at a time and an API process would update per group of emits.
+ */
+export async function insertAndFanOut(tx: Queryable, messages: MessageRow[], now: number): Promise<void> {
+  const matched = tx.dialect === 'sqlite' ? await matchOnEmit(tx, messages) : new Map<number, string[]>();
+  for (const i of matched.keys()) messages[i]!.fanned_out_at = now;
+  const seqs = await insertMessages(tx, messages);
+  const rows: NewDelivery[] = [];
+  for (const [i, endpointIds] of matched) {
+    for (const endpointId of endpointIds) rows.push(newDelivery(messages[i]!, endpointId, seqs[i]!, now));
+  }
+  await insertDeliveries(tx, rows, now);
+}
+
+/** The messages (by index) fanned out with their emit, and the endpoints each goes to. */
+async function matchOnEmit(tx: Queryable, messages: readonly MessageRow[]): Promise<Map<number, string[]>> {
+  const matched = new Map<number, string[]>();
+  const endpointsOf = new Map<string, Awaited<ReturnType<typeof listActiveEndpoints>> | null>();
+  // Keys whose earlier messages the workers fan out: the later ones of this group follow them there.
+  const deferredKeys = new Set<string>();
+  const clearKeys = new Set<string>();
+  let budget = EMIT_FANOUT_BUDGET;
+  for (const [i, message] of messages.entries()) {
+    let endpoints = endpointsOf.get(message.tenant_id);
+    if (endpoints === undefined) {
+      const page = await listActiveEndpoints(tx, message.tenant_id, '', EMIT_FANOUT_ENDPOINTS + 1);
+      endpoints = page.length > EMIT_FANOUT_ENDPOINTS ? null : page;
+      endpointsOf.set(message.tenant_id, endpoints);
+    }
+    if (endpoints === null) continue;
+    const line = message.ordering_key === null ? null : `${message.tenant_id}\u0000${message.ordering_key}`;
+    if (line !== null && deferredKeys.has(line)) continue;
+    const to = endpoints.filter((e) => matchesEventFilter(filtersOf(e), message.event_type)).map((e) => e.id);
+    if (line !== null && !clearKeys.has(line)) {
+      if (await keyAwaitsFanout(tx, message.tenant_id, message.ordering_key!)) {
+        deferredKeys.add(line);
+        continue;
+      }
+      clearKeys.add(line);
+    }
+    if (to.length > budget) {
+      if (line !== null) deferredKeys.add(line);
+      continue;
+    }
+    budget -= to.length;
+    matched.set(i, to);
+  }
+  return matched;
 }

@@ -1,16 +1,13 @@
 // Emitting an event: validate, write the message durably (encrypted), wake the workers, answer.
-// Nothing here depends on how many endpoints subscribe or how they behave: fan-out happens later.
+// Nothing here depends on how many endpoints subscribe or how they behave: a tenant's few endpoints
+// may get their deliveries in the same transaction (delivery/fanout.ts), many are left to the workers.
 import { isEventType, validateEventData } from '../catalogue/index.js';
 import type { Context } from '../context.js';
 import { HooklineError } from '../errors.js';
 import { newId } from '../ids.js';
 import { isUniqueViolation, type Queryable } from '../store/db.js';
-import {
-  findByIdempotencyKey,
-  insertMessages,
-  releaseIdempotencyKey,
-  type MessageRow,
-} from '../store/messages.js';
+import { insertAndFanOut } from '../delivery/fanout.js';
+import { findByIdempotencyKey, releaseIdempotencyKey, type MessageRow } from '../store/messages.js';
 import { ensureTenant } from '../store/tenants.js';
 import { assertTenantId } from '../tenants.js';
 
@@ -273,7 +270,7 @@ export class Emitter {
       results.push({ id, replayed: false });
     }
     for (const tenant of [...tenants].sort()) await ensureTenant(tx, tenant, now);
-    await insertMessages(tx, rows);
+    await insertAndFanOut(tx, rows, now);
     return results;
   }
 }

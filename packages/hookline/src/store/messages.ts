@@ -52,13 +52,17 @@ const INSERT_MESSAGE = `INSERT INTO messages (id, tenant_id, event_type, payload
 /**
  * Inserts messages (group commit of emits): on PostgreSQL one multi-row statement per few hundred, a
  * round trip each; on SQLite, where a statement costs no round trip, one prepared row statement per
- * message, so no statement text is built and prepared per group size.
+ * message, so no statement text is built and prepared per group size. Answers each row's
+ * `ordering_seq` (null for unkeyed rows), in the order of `rows`.
  */
-export async function insertMessages(q: Queryable, rows: readonly MessageRow[]): Promise<void> {
+export async function insertMessages(q: Queryable, rows: readonly MessageRow[]): Promise<(number | null)[]> {
   if (q.dialect === 'sqlite') {
     const keyed = rows.filter((r) => r.ordering_key !== null).length;
     let seq = keyed > 0 ? await takeOrderingSeqs(q, keyed) : 0;
+    const seqs: (number | null)[] = [];
     for (const row of rows) {
+      const rowSeq = row.ordering_key === null ? null : seq++;
+      seqs.push(rowSeq);
       await q.run(`${INSERT_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [
         row.id,
         row.tenant_id,
@@ -69,11 +73,12 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
         row.created_at,
         row.fanned_out_at,
         row.ordering_key,
-        row.ordering_key === null ? null : seq++,
+        rowSeq,
       ]);
     }
-    return;
+    return seqs;
   }
+  const seqOf = new Map<string, number>();
   for (let start = 0; start < rows.length; start += 500) {
     const chunk = rows.slice(start, start + 500);
     const params: SqlValue[] = [];
@@ -83,8 +88,30 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
       const values = placeholders(MESSAGE_COLUMNS, params.length - MESSAGE_COLUMNS + 1);
       return `(${values}, CASE WHEN CAST($${params.length} AS TEXT) IS NULL THEN NULL ELSE nextval('ordering_seq') END)`;
     });
-    await q.run(`${INSERT_MESSAGE} VALUES ${tuples.join(', ')}`, params);
+    if (!chunk.some((r) => r.ordering_key !== null)) {
+      await q.run(`${INSERT_MESSAGE} VALUES ${tuples.join(', ')}`, params);
+      continue;
+    }
+    const keyed = await q.all<{ id: string; ordering_seq: string }>(
+      `${INSERT_MESSAGE} VALUES ${tuples.join(', ')} RETURNING id, ordering_seq`,
+      params,
+    );
+    for (const k of keyed) if (k.ordering_seq !== null) seqOf.set(k.id, Number(k.ordering_seq));
   }
+  return rows.map((r) => seqOf.get(r.id) ?? null);
+}
+
+/**
+ * Whether a message of this tenant and ordering key still awaits fan-out: a later message of the key
+ * must then wait for the workers' fan-out too, so the line learns of its deliveries in emit order.
+ */
+export async function keyAwaitsFanout(q: Queryable, tenantId: string, orderingKey: string): Promise<boolean> {
+  const row = await q.one(
+    `SELECT 1 AS awaiting FROM messages
+     WHERE tenant_id = $1 AND ordering_key = $2 AND fanned_out_at IS NULL AND ordering_key IS NOT NULL LIMIT 1`,
+    [tenantId, orderingKey],
+  );
+  return row !== undefined;
 }
 
 export async function findByIdempotencyKey(

@@ -72,6 +72,12 @@ describe.each(STORE_KINDS)('bad input on %s', (kind) => {
   });
   afterAll(async () => t.close());
 
+  /** Removes the events a test emitted (and the deliveries the emit made on SQLite), for expectNothingChanged. */
+  async function forgetEvents() {
+    await t.service.ctx.db.run('DELETE FROM deliveries');
+    await t.service.ctx.db.run('DELETE FROM messages');
+  }
+
   /** The fixture endpoint is untouched and no other endpoint or message appeared. */
   async function expectNothingChanged() {
     const list = await t.call('GET', '/v1/webhooks?status=deleted', t.keys.tenant);
@@ -262,7 +268,7 @@ describe.each(STORE_KINDS)('bad input on %s', (kind) => {
         { 'idempotency-key': 'clé-\u00ff' },
       );
       expect(res.statusCode, res.body).toBe(202);
-      await t.service.ctx.db.run('DELETE FROM messages');
+      await forgetEvents();
     });
   });
 
@@ -355,7 +361,7 @@ describe.each(STORE_KINDS)('bad input on %s', (kind) => {
       expect(res.statusCode, res.body).toBe(202);
       const rows = await t.service.ctx.db.all<{ tenant_id: string }>('SELECT tenant_id FROM messages');
       expect(rows).toEqual([{ tenant_id: 'acme' }]);
-      await t.service.ctx.db.run('DELETE FROM messages');
+      await forgetEvents();
     });
   });
 

@@ -91,7 +91,10 @@ describe.each(STORE_KINDS)('service routes on %s', (kind) => {
     expect(res.statusCode).toBe(202);
     const after = await scrape();
     expect(value(after, 'hookline_events_emitted_total')).toBe(emitted + 1);
-    expect(value(after, 'hookline_queue_depth{state="awaiting_fanout"}')).toBe(awaiting + 1);
+    // On SQLite the emit fans out to a tenant's few endpoints itself (here none): nothing awaits it.
+    expect(value(after, 'hookline_queue_depth{state="awaiting_fanout"}')).toBe(
+      awaiting + (kind === 'sqlite' ? 0 : 1),
+    );
     expect(value(after, 'hookline_emit_duration_seconds_count')).toBe(
       value(before, 'hookline_emit_duration_seconds_count') + 1,
     );

@@ -249,13 +249,12 @@ describe.each(STORE_KINDS)('webhook endpoints on %s', (kind) => {
       });
       expect(emitted.statusCode, emitted.body).toBe(202);
       const { id: messageId } = emitted.json() as { id: string };
-      // Emit answers before fan-out: nothing is queued for delivery yet.
+      // Fanned out by the emit itself (SQLite, a tenant with few endpoints) or by the next batch.
       const deliveries = () =>
         t.service.ctx.db.all<{ endpoint_id: string; status: string }>(
           'SELECT endpoint_id, status FROM deliveries WHERE message_id = $1 ORDER BY endpoint_id',
           [messageId],
         );
-      expect(await deliveries()).toEqual([]);
       await fanOutBatch(t.service.ctx);
       expect(await deliveries()).toEqual(
         [

@@ -2,6 +2,7 @@
 // SQLite a fan-out batch never leaves the event loop, so without a turn between batches the attempts
 // already claimed would wait for the whole backlog (docs/architecture.md, "Fan-out").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EMIT_FANOUT_ENDPOINTS } from '../../src/delivery/fanout.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -25,6 +26,8 @@ describe.each(STORE_KINDS)('fan-out of a backlog on %s', (kind) => {
 
   it('delivers the first events before the whole backlog is fanned out', async () => {
     await createEndpoint(t, receiver.url, ['user.*']);
+    // More endpoints than an emit fans out itself: the backlog waits for the worker's fan-out.
+    for (let i = 0; i < EMIT_FANOUT_ENDPOINTS; i++) await createEndpoint(t, receiver.url, ['organization.*']);
     const emits = Array.from({ length: BACKLOG }, (_, i) =>
       t.service.emitter.emit({ tenantId: 'acme', type: 'user.updated', data: { i } }),
     );

@@ -41,13 +41,16 @@ export interface Service {
 
 export async function startService(config: Config, options: ServiceOptions): Promise<Service> {
   const ctx = await createContext(config, options);
-  // A long-running process's commits never checkpoint SQLite's log: a thread of its own does.
-  let checkpointer: SqliteCheckpointer | null = null;
+  // A long-running process's commits never checkpoint SQLite's log: a thread of its own does. Its
+  // start (~50 ms, a new thread and isolate) overlaps the rest of start-up and is awaited last, so a
+  // worker's first claim does not wait for it; until then the log just grows.
+  let checkpointer: Promise<SqliteCheckpointer> | null = null;
+  if (ctx.db instanceof SqliteDb && ctx.db.file !== ':memory:') {
+    ctx.db.leaveCheckpoints();
+    checkpointer = SqliteCheckpointer.start(ctx.db.file);
+    checkpointer.catch(() => {}); // awaited below, where its failure fails the start
+  }
   try {
-    if (ctx.db instanceof SqliteDb && ctx.db.file !== ':memory:') {
-      ctx.db.leaveCheckpoints();
-      checkpointer = await SqliteCheckpointer.start(ctx.db.file);
-    }
     await migrate(ctx.db, (message) => ctx.logger.info(message));
     const emitter = new Emitter(ctx);
     // The API's framework is loaded only where there is an API: a worker starts without it.
@@ -71,6 +74,7 @@ export async function startService(config: Config, options: ServiceOptions): Pro
     await worker?.start();
     const stopSampler = worker ? startQueueSampler(ctx) : () => {};
     const stopRetention = worker ? startRetention(ctx) : () => {};
+    let checkpoints: SqliteCheckpointer | null = null;
     let closing: Promise<void> | null = null;
     const close = () =>
       (closing ??= (async () => {
@@ -82,13 +86,23 @@ export async function startService(config: Config, options: ServiceOptions): Pro
         await thread?.stop(options.shutdownGraceMs ?? 10_000);
         await ctx.signal.close();
         // The last connection to close copies the rest of the log into the database.
-        await checkpointer?.stop();
+        await checkpoints?.stop();
         await ctx.db.close();
       })());
+    try {
+      checkpoints = await checkpointer;
+    } catch (err) {
+      await close();
+      throw err;
+    }
     return { ctx, app: api, emitter, worker, address, close };
   } catch (err) {
+    // Started pieces are closed here; a checkpointer that failed has closed everything already.
     await ctx.signal.close();
-    await checkpointer?.stop();
+    await checkpointer?.then(
+      (c) => c.stop(),
+      () => {},
+    );
     await ctx.db.close();
     throw err;
   }

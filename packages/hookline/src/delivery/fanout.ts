@@ -12,6 +12,7 @@ import { insertDeliveries, type NewDelivery } from '../store/deliveries.js';
 import { listActiveEndpoints } from '../store/endpoints.js';
 import {
   advanceFanout,
+  anyAwaitingFanout,
   claimForFanout,
   insertMessages,
   keyAwaitsFanout,
@@ -52,6 +53,11 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
   const chunk = fanoutChunk(ctx.db.dialect);
   // Endpoints read per transaction, matching or not.
   const readBudget = 4 * chunk;
+  // On SQLite most messages are fanned out by their emit, and a wake-up mostly finds nothing: a read
+  // needs no write lock and no commit (WAL readers never wait), where an empty write transaction
+  // took the writer from the emits ~500 times in a 10,000-event run.
+  if (ctx.db.dialect === 'sqlite' && !(await anyAwaitingFanout(ctx.db)))
+    return { messages: 0, deliveries: 0 };
   return ctx.db.transaction(async (tx) => {
     // No more messages than one chunk of deliveries can take: the rest would be read for nothing.
     const messages = await claimForFanout(tx, Math.min(limit, chunk));

@@ -275,6 +275,12 @@ export async function advanceFanout(
   }
 }
 
+/** Whether any message awaits fan-out: one probe of the partial index, outside any transaction. */
+export async function anyAwaitingFanout(q: Queryable): Promise<boolean> {
+  const row = await q.one('SELECT 1 AS awaiting FROM messages WHERE fanned_out_at IS NULL LIMIT 1');
+  return row !== undefined;
+}
+
 export async function countAwaitingFanout(q: Queryable): Promise<number> {
   const row = await q.one<{ n: number }>('SELECT COUNT(*) AS n FROM messages WHERE fanned_out_at IS NULL');
   return Number(row?.n ?? 0);

@@ -148,7 +148,12 @@ export const EMIT_FANOUT_BUDGET = 1024;
  * left to the workers: there each fan-out moves the endpoints' hot queue rows, which workers update
  * 256 deliveries at a time and an API process would update per group of emits.
  */
-export async function insertAndFanOut(tx: Queryable, messages: MessageRow[], now: number): Promise<void> {
+export async function insertAndFanOut(
+  tx: Queryable,
+  messages: MessageRow[],
+  now: number,
+): Promise<{ workForWorkers: boolean }> {
+  if (messages.length === 0) return { workForWorkers: false };
   const matched = tx.dialect === 'sqlite' ? await matchOnEmit(tx, messages) : new Map<number, string[]>();
   for (const i of matched.keys()) messages[i]!.fanned_out_at = now;
   const seqs = await insertMessages(tx, messages);
@@ -157,6 +162,9 @@ export async function insertAndFanOut(tx: Queryable, messages: MessageRow[], now
     for (const endpointId of endpointIds) rows.push(newDelivery(messages[i]!, endpointId, seqs[i]!, now));
   }
   await insertDeliveries(tx, rows, now);
+  // Deliveries to attempt, or messages left to fan out: otherwise (no endpoint matched) nothing for
+  // the workers to wake up for.
+  return { workForWorkers: rows.length > 0 || matched.size < messages.length };
 }
 
 /** The messages (by index) fanned out with their emit, and the endpoints each goes to. */

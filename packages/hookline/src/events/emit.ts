@@ -195,8 +195,9 @@ export class Emitter {
 
   private async writeGroup(group: Waiting[]): Promise<void> {
     let results: (EmitResult | HooklineError)[];
+    let wake: boolean;
     try {
-      results = await this.ctx.db.transaction((tx) => this.write(tx, group));
+      ({ results, wake } = await this.ctx.db.transaction((tx) => this.write(tx, group)));
     } catch (err) {
       // One emit spoilt the group (most likely a key another process inserted meanwhile): each goes
       // alone, so only that one fails, or reads the winner's answer.
@@ -206,7 +207,7 @@ export class Emitter {
       return;
     }
     for (const w of group) this.knownTenants.add(w.input.tenantId);
-    if (results.some((r) => !(r instanceof HooklineError) && !r.replayed)) this.ctx.signal.notify();
+    if (wake) this.ctx.signal.notify();
     group.forEach((w, i) => {
       const r = results[i]!;
       if (r instanceof HooklineError) w.reject(r);
@@ -217,9 +218,12 @@ export class Emitter {
   private async writeGroup1(w: Waiting): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const [result] = await this.ctx.db.transaction((tx) => this.write(tx, [w]));
+        const {
+          results: [result],
+          wake,
+        } = await this.ctx.db.transaction((tx) => this.write(tx, [w]));
         if (result instanceof HooklineError) throw result;
-        if (!result!.replayed) this.ctx.signal.notify();
+        if (wake) this.ctx.signal.notify();
         this.knownTenants.add(w.input.tenantId);
         w.resolve(result!);
         return;
@@ -232,8 +236,15 @@ export class Emitter {
     }
   }
 
-  /** Writes a group in `tx`: keyed emits check their key first, new messages go in one insert. */
-  private async write(tx: Queryable, group: readonly Prepared[]): Promise<(EmitResult | HooklineError)[]> {
+  /**
+   * Writes a group in `tx`: keyed emits check their key first, new messages go in one insert. `wake`:
+   * whether the workers have anything to do for it (an emit whose tenant has no matching endpoint
+   * leaves them nothing on SQLite, where it is fanned out at once).
+   */
+  private async write(
+    tx: Queryable,
+    group: readonly Prepared[],
+  ): Promise<{ results: (EmitResult | HooklineError)[]; wake: boolean }> {
     const now = this.ctx.clock();
     const results: (EmitResult | HooklineError)[] = [];
     const rows: MessageRow[] = [];
@@ -270,7 +281,7 @@ export class Emitter {
       results.push({ id, replayed: false });
     }
     for (const tenant of [...tenants].sort()) await ensureTenant(tx, tenant, now);
-    await insertAndFanOut(tx, rows, now);
-    return results;
+    const { workForWorkers } = await insertAndFanOut(tx, rows, now);
+    return { results, wake: workForWorkers };
   }
 }

@@ -124,4 +124,22 @@ describe.each(STORE_KINDS)('fan-out at emit on %s', (kind) => {
     expect(await deliveriesOf(first.id)).toEqual([{ endpoint_id: endpoint.id, status: 'pending' }]);
     expect(await deliveriesOf(second.id)).toEqual([{ endpoint_id: endpoint.id, status: 'held' }]);
   });
+
+  it('wakes the workers only when an emit leaves them something to do', async () => {
+    let wakes = 0;
+    const unsubscribe = await t.service.ctx.signal.onWake(() => wakes++);
+    try {
+      await t.service.emitter.emit({ tenantId: 'nobody-listens', type: 'user.updated', data: {} });
+      // Fanned out at once to no endpoint on SQLite; left to the workers' fan-out on PostgreSQL (where
+      // the notification also comes back through LISTEN, so more than one wake may arrive).
+      if (atEmit) expect(wakes).toBe(0);
+      else expect(wakes).toBeGreaterThan(0);
+      const before = wakes;
+      await createEndpoint(t, URL, ['user.*']);
+      await t.service.emitter.emit({ tenantId: 'acme', type: 'user.updated', data: {} });
+      expect(wakes).toBeGreaterThan(before);
+    } finally {
+      unsubscribe();
+    }
+  });
 });

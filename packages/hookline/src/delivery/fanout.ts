@@ -136,8 +136,13 @@ function newDelivery(
  * with more is left to the workers' chunked fan-out.
  */
 export const EMIT_FANOUT_ENDPOINTS = 32;
-/** At most this many deliveries made by one group of emits; the rest of the group is left to the workers. */
-export const EMIT_FANOUT_BUDGET = 1024;
+/**
+ * At most this many deliveries made by one group of emits, the rest of the group being left to the
+ * workers: one worker fan-out chunk, which an emit may already have to wait for. So fanning out at
+ * emit adds at most a fraction of a millisecond to a group's transaction, whatever the number of
+ * endpoints (docs/contract.md §4.2: the answer's latency must not grow with them).
+ */
+export const EMIT_FANOUT_BUDGET = fanoutChunk('sqlite');
 
 /**
  * Writes a group of new messages, and on SQLite fans out in the same transaction those whose tenant

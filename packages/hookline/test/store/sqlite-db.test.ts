@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteCheckpointer } from '../../src/store/sqlite/checkpointer.js';
-import { SqliteDb } from '../../src/store/sqlite/sqlite-db.js';
+import Database from 'better-sqlite3';
+import { SqliteDb, WAL_SIZE_LIMIT_BYTES } from '../../src/store/sqlite/sqlite-db.js';
 import { eventually } from '../helpers/receiver.js';
 
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
@@ -112,5 +113,28 @@ describe('SqliteDb', () => {
       await checkpointer.stop();
     }
     expect(await db.one('SELECT COUNT(*) AS n FROM t')).toEqual({ n: 6000 });
+  });
+
+  it('cuts the log back to its size limit when it restarts after a burst', async () => {
+    const file = path.join(dir, 'x.db');
+    db.leaveCheckpoints();
+    const walSize = () => statSync(`${file}-wal`).size;
+    const blob = Buffer.alloc(64 * 1024, 7);
+    const rows = Math.ceil((WAL_SIZE_LIMIT_BYTES * 1.25) / blob.length);
+    await db.run('CREATE TABLE b (v BLOB)');
+    await db.transaction(async (tx) => {
+      for (let i = 0; i < rows; i++) await tx.run('INSERT INTO b (v) VALUES ($1)', [blob]);
+    });
+    expect(walSize()).toBeGreaterThan(WAL_SIZE_LIMIT_BYTES);
+    // A checkpoint from another connection (as the checkpointer thread's), then the next commit
+    // starts the log over.
+    const other = new Database(file);
+    try {
+      other.pragma('wal_checkpoint(PASSIVE)');
+    } finally {
+      other.close();
+    }
+    await db.run('DELETE FROM b');
+    expect(walSize()).toBeLessThanOrEqual(WAL_SIZE_LIMIT_BYTES);
   });
 });

@@ -190,7 +190,6 @@ async function matchOnEmit(tx: Queryable, messages: readonly MessageRow[]): Prom
     if (endpoints === null) continue;
     const line = message.ordering_key === null ? null : `${message.tenant_id}\u0000${message.ordering_key}`;
     if (line !== null && deferredKeys.has(line)) continue;
-    const to = endpoints.filter((e) => matchesEventFilter(filtersOf(e), message.event_type)).map((e) => e.id);
     if (line !== null && !clearKeys.has(line)) {
       if (await keyAwaitsFanout(tx, message.tenant_id, message.ordering_key!)) {
         deferredKeys.add(line);
@@ -198,6 +197,7 @@ async function matchOnEmit(tx: Queryable, messages: readonly MessageRow[]): Prom
       }
       clearKeys.add(line);
     }
+    const to = endpoints.filter((e) => matchesEventFilter(filtersOf(e), message.event_type)).map((e) => e.id);
     if (to.length > budget) {
       if (line !== null) deferredKeys.add(line);
       continue;

@@ -50,6 +50,8 @@ export async function startService(config: Config, options: ServiceOptions): Pro
     checkpointer = SqliteCheckpointer.start(ctx.db.file);
     checkpointer.catch(() => {}); // awaited below, where its failure fails the start
   }
+  let checkpoints: SqliteCheckpointer | null = null;
+  let service: Service;
   try {
     await migrate(ctx.db, (message) => ctx.logger.info(message));
     const emitter = new Emitter(ctx);
@@ -74,7 +76,6 @@ export async function startService(config: Config, options: ServiceOptions): Pro
     await worker?.start();
     const stopSampler = worker ? startQueueSampler(ctx) : () => {};
     const stopRetention = worker ? startRetention(ctx) : () => {};
-    let checkpoints: SqliteCheckpointer | null = null;
     let closing: Promise<void> | null = null;
     const close = () =>
       (closing ??= (async () => {
@@ -89,15 +90,8 @@ export async function startService(config: Config, options: ServiceOptions): Pro
         await checkpoints?.stop();
         await ctx.db.close();
       })());
-    try {
-      checkpoints = await checkpointer;
-    } catch (err) {
-      await close();
-      throw err;
-    }
-    return { ctx, app: api, emitter, worker, address, close };
+    service = { ctx, app: api, emitter, worker, address, close };
   } catch (err) {
-    // Started pieces are closed here; a checkpointer that failed has closed everything already.
     await ctx.signal.close();
     await checkpointer?.then(
       (c) => c.stop(),
@@ -106,4 +100,11 @@ export async function startService(config: Config, options: ServiceOptions): Pro
     await ctx.db.close();
     throw err;
   }
+  try {
+    checkpoints = await checkpointer;
+  } catch (err) {
+    await service.close();
+    throw err;
+  }
+  return service;
 }

@@ -98,3 +98,15 @@ export function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: string }).code;
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
+
+/**
+ * A condition PostgreSQL checks on rows found otherwise, never by a partial index whose predicate it
+ * states. The fences of the queue's transitions find their rows by primary key and then check the
+ * status; `status = 'pending'` alone would also match `deliveries_pending_by_endpoint`, and a plan
+ * prepared while that set was small (a quiet queue: the usual state), kept for the connection's life,
+ * scanned the whole set and compared each row with every id of the batch. Under a backlog that made
+ * each claim O(backlog × batch) (docs/architecture.md, "Prepared plans").
+ */
+export function notIndexed(condition: string): string {
+  return `(${condition}) IS TRUE`;
+}

@@ -3,7 +3,16 @@
 // outcome is written only `WHERE status = 'delivering' AND attempts = <the attempt it ran>`, so a
 // worker whose lease expired cannot overwrite a newer attempt of the same delivery. Each transition
 // keeps the endpoint queues' counters in step (store/endpoint-queues.ts).
-import { blobFromHex, forUpdate, jsonRecords, placeholders, type Db, type Queryable } from './db.js';
+import {
+  blobFromHex,
+  forUpdate,
+  jsonRecords,
+  notIndexed,
+  placeholders,
+  type Db,
+  type Dialect,
+  type Queryable,
+} from './db.js';
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from './delivery-stats.js';
 import {
   arrivalsOf,
@@ -302,8 +311,20 @@ export interface FencedRow {
 }
 
 const REF_COLUMNS = { item_id: 'text', item_attempt: 'int' } as const;
-const FENCE =
-  "deliveries.id = t.item_id AND deliveries.status = 'delivering' AND deliveries.attempts = t.item_attempt";
+/**
+ * The fence of a transition of the batch in parameter $1 (joined as `t`). On PostgreSQL the ids are
+ * also given as an array, so the rows are found by primary key whatever the plan kept for the
+ * statement: joined to a function's rows alone, a plan made while the table was small reads all of
+ * it (store/db.ts, notIndexed).
+ */
+function fence(dialect: Dialect): string {
+  const byKey =
+    dialect === 'postgres'
+      ? `deliveries.id = ANY(ARRAY(SELECT item_id FROM ${jsonRecords(dialect, 1, { item_id: 'text' }, 'k')})) AND `
+      : '';
+  return `${byKey}deliveries.id = t.item_id AND ${notIndexed("deliveries.status = 'delivering'")}
+    AND deliveries.attempts = t.item_attempt`;
+}
 
 /** Records successes; answers the rows the fence let through. */
 export async function completeDeliveries(
@@ -316,7 +337,7 @@ export async function completeDeliveries(
   return q.all<FencedRow>(
     `UPDATE deliveries SET status = 'succeeded', last_status = t.item_status, last_error = NULL,
        last_response = NULL, lease_expires_at = NULL, completed_at = $2, updated_at = $2
-     FROM ${t} WHERE ${FENCE}
+     FROM ${t} WHERE ${fence(q.dialect)}
      RETURNING id, endpoint_id, ordering_key`,
     [
       JSON.stringify(items.map((i) => ({ item_id: i.id, item_attempt: i.attempt, item_status: i.status }))),
@@ -416,7 +437,7 @@ export async function failDeliveries(
        last_response = ${blobFromHex(q.dialect, 't.item_response')},
        first_headers = COALESCE(deliveries.first_headers, t.item_headers),
        lease_expires_at = NULL, updated_at = CAST($2 AS BIGINT)
-     FROM ${t} WHERE ${FENCE}
+     FROM ${t} WHERE ${fence(q.dialect)}
      RETURNING id, endpoint_id, ordering_key, status, next_attempt_at`,
     [
       JSON.stringify(
@@ -468,7 +489,7 @@ export async function releaseDeliveries(
   const rows = await q.all<FencedRow>(
     `UPDATE deliveries SET status = 'pending', lease_expires_at = NULL, next_attempt_at = $2, updated_at = $2,
        last_error = 'attempt interrupted by worker shutdown', last_response = NULL
-     FROM ${t} WHERE ${FENCE}
+     FROM ${t} WHERE ${fence(q.dialect)}
      RETURNING id, endpoint_id, ordering_key`,
     [JSON.stringify(items.map((i) => ({ item_id: i.id, item_attempt: i.attempt }))), now],
   );

@@ -3,7 +3,7 @@
 // waiting on each other; each endpoint's first due deliveries are read off its partial index; the
 // deliveries, the queues' counters and the answer (payloads, URLs, secrets) all come from the same
 // statement.
-import type { Db } from '../db.js';
+import { notIndexed, type Db } from '../db.js';
 import { PACED_SEND_DELAY_INTERVALS, PACED_SEND_DELAY_MAX_US } from '../endpoint-queues.js';
 import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
 
@@ -46,9 +46,10 @@ WITH ready AS (
   SELECT id FROM candidates WHERE rank <= room AND next_attempt_at <= $1
   ORDER BY next_attempt_at LIMIT $3
 ), claimed AS (
-  -- = ANY(ARRAY(…)): primary-key lookups whatever the planner estimates for the CTE, never a scan.
+  -- = ANY(ARRAY(…)) and a status check no partial index matches: primary-key lookups whatever the
+  -- planner estimates for the CTE or the pending set (store/db.ts, notIndexed).
   UPDATE deliveries d SET status = 'delivering', attempts = d.attempts + 1, lease_expires_at = $2, updated_at = $1
-  WHERE d.id = ANY(ARRAY(SELECT id FROM taken)) AND d.status = 'pending'
+  WHERE d.id = ANY(ARRAY(SELECT id FROM taken)) AND ${notIndexed("d.status = 'pending'")}
   RETURNING d.id, d.message_id, d.endpoint_id, d.tenant_id, d.event_type, d.attempts, d.first_headers, d.replay_of,
     d.ordering_key
 ), settled AS (

@@ -3,7 +3,7 @@
 // (docs/architecture.md, "Recording outcomes"). The queue rows are locked first, in id order, before
 // any delivery is touched, as every transaction does.
 import { settlementAssignments } from '../endpoint-queues.js';
-import type { Queryable } from '../db.js';
+import { notIndexed, type Queryable } from '../db.js';
 import type { FencedRow, SuccessRecord } from '../deliveries.js';
 
 const STATEMENT = `
@@ -19,7 +19,7 @@ WITH items AS (
     last_response = NULL, lease_expires_at = NULL, completed_at = $2, updated_at = $2
   FROM items i
   WHERE d.id = ANY(ARRAY(SELECT item_id FROM items)) AND d.id = i.item_id
-    AND d.status = 'delivering' AND d.attempts = i.item_attempt
+    AND ${notIndexed("d.status = 'delivering'")} AND d.attempts = i.item_attempt
     AND (SELECT COUNT(*) FROM locked) >= 0
   RETURNING d.id, d.endpoint_id, d.ordering_key, i.item_tenant, i.item_fast
 ), per_endpoint AS (

@@ -1,0 +1,166 @@
+// The plans PostgreSQL keeps for the queue's transitions (docs/architecture.md, "Prepared plans"). Each
+// connection prepares a statement once and, after a few runs, keeps one generic plan for good. A plan
+// made while the queue was quiet must still take a backlog batch by batch: the claim and the outcomes'
+// fences find their deliveries by primary key, never by scanning the pending or leased set they check
+// the status against. (SQLite plans every statement from its rules, not from the table's sizes.)
+import pg from 'pg';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Db, Queryable, SqlValue } from '../../src/store/db.js';
+import {
+  claimDeliveries,
+  completeDeliveries,
+  failDeliveries,
+  recordSuccesses,
+  type ClaimedAttempt,
+} from '../../src/store/deliveries.js';
+import { PG_URL, STORE_KINDS } from '../helpers/stores.js';
+import {
+  CEILING,
+  LEASE_MS,
+  T0,
+  addDeliveries,
+  addEndpoint,
+  dueTimes,
+  openQueueStore,
+  type QueueStore,
+} from './queue-fixtures.js';
+
+interface Statement {
+  sql: string;
+  params: readonly SqlValue[];
+}
+
+/** A Db that sends everything on to `db` and notes each statement's text and parameters. */
+function recording(db: Db): { db: Db; statements: Statement[] } {
+  const statements: Statement[] = [];
+  const wrap = (q: Queryable): Queryable => ({
+    dialect: q.dialect,
+    all: (sql, params = []) => (statements.push({ sql, params }), q.all(sql, params)),
+    one: (sql, params = []) => (statements.push({ sql, params }), q.one(sql, params)),
+    run: (sql, params = []) => (statements.push({ sql, params }), q.run(sql, params)),
+  });
+  const recorded = Object.assign(Object.create(db) as Db, wrap(db), {
+    transaction: <T>(fn: (tx: Queryable) => Promise<T>) => db.transaction((tx) => fn(wrap(tx))),
+  });
+  return { db: recorded, statements };
+}
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Parent Relationship'?: string;
+  Plans?: PlanNode[];
+}
+
+/** Every node of a plan tree. */
+function nodesOf(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(nodesOf)];
+}
+
+describe.runIf(STORE_KINDS.includes('postgres'))('PostgreSQL plans of the queue transitions', () => {
+  let store: QueueStore;
+  let admin: pg.Client;
+  beforeEach(async () => {
+    store = await openQueueStore('postgres');
+    admin = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${store.database.schema}` });
+    await admin.connect();
+    await admin.query('SET plan_cache_mode = force_generic_plan');
+  });
+  afterEach(async () => {
+    await admin.end();
+    await store.close();
+  });
+
+  /**
+   * How each UPDATE of `deliveries` in the statement finds its rows, under the generic plan a
+   * connection would keep: one "<scan> <index>" per scan of the table feeding the update.
+   */
+  async function updateScans({ sql, params }: Statement): Promise<string[]> {
+    await admin.query(`PREPARE s AS ${sql}`);
+    const literal = (v: SqlValue) =>
+      v === null ? 'NULL' : typeof v === 'number' ? String(v) : admin.escapeLiteral(String(v));
+    const { rows } = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (FORMAT JSON) EXECUTE s(${params.map(literal).join(', ')})`,
+    );
+    await admin.query('DEALLOCATE s');
+    const updates = nodesOf(rows[0]!['QUERY PLAN'][0].Plan).filter(
+      (n) => n['Node Type'] === 'ModifyTable' && n['Relation Name'] === 'deliveries',
+    );
+    // The rows an update changes come from its outer input; its init plans compute parameters.
+    const feeding = (n: PlanNode): PlanNode[] =>
+      (n.Plans ?? []).filter((c) => c['Parent Relationship'] !== 'InitPlan').flatMap(nodesOf);
+    return updates.flatMap((u) =>
+      feeding(u)
+        .filter((n) => n['Relation Name'] === 'deliveries' || n['Node Type'] === 'Bitmap Index Scan')
+        .map((n) => `${n['Node Type']} ${n['Index Name'] ?? ''}`.trim()),
+    );
+  }
+
+  /** A quiet queue over a long history: 4,000 finished deliveries, and 10 waiting at `endpointId`. */
+  async function quietQueue(endpointId: string): Promise<void> {
+    await addEndpoint(store.db, endpointId);
+    await addDeliveries(store.db, endpointId, dueTimes(4000), 'old');
+    await store.db.run(`UPDATE deliveries SET status = 'succeeded', completed_at = $1`, [T0]);
+    await addDeliveries(store.db, endpointId, dueTimes(10));
+    await admin.query('VACUUM ANALYZE deliveries');
+  }
+
+  const claimQuietly = async (db: Db): Promise<ClaimedAttempt[]> =>
+    claimDeliveries(db, { now: T0, leaseUntil: T0 + LEASE_MS, limit: 100, ceiling: CEILING });
+
+  it('claims by primary key, not by scanning the pending deliveries', async () => {
+    await quietQueue('ep-a');
+    const { db, statements } = recording(store.db);
+    expect(await claimQuietly(db)).toHaveLength(8); // the adaptive limit's start
+    expect(statements).toHaveLength(1);
+    expect(await updateScans(statements[0]!)).toEqual(['Index Scan deliveries_pkey']);
+  });
+
+  it('fences outcomes by primary key, not by scanning the deliveries in flight', async () => {
+    await quietQueue('ep-a');
+    const claimed = await claimQuietly(store.db);
+    const [a, b, c] = claimed;
+    await admin.query('ANALYZE deliveries');
+    const { db, statements } = recording(store.db);
+    await completeDeliveries(db, [{ id: a!.id, attempt: a!.attempts, status: 204 }], T0);
+    await failDeliveries(
+      db,
+      [
+        {
+          id: b!.id,
+          attempt: b!.attempts,
+          status: 500,
+          error: 'HTTP 500',
+          response: null,
+          retryAt: T0 + 1000,
+          firstHeaders: null,
+        },
+      ],
+      T0,
+    );
+    await recordSuccesses(
+      db,
+      [
+        {
+          id: c!.id,
+          attempt: c!.attempts,
+          status: 204,
+          endpoint_id: 'ep-a',
+          tenant_id: 'acme',
+          fast: true,
+          ordering_key: null,
+        },
+      ],
+      T0,
+      CEILING,
+    );
+    const fenced = statements.filter(
+      (s) => /^\s*(WITH|UPDATE)\b/.test(s.sql) && /UPDATE deliveries/.test(s.sql),
+    );
+    expect(fenced).toHaveLength(3);
+    const scans = [];
+    for (const statement of fenced) scans.push(await updateScans(statement));
+    expect(scans).toEqual(fenced.map(() => ['Index Scan deliveries_pkey']));
+  });
+});

@@ -28,6 +28,7 @@ export const ERROR_STATUS = {
   rate_limited: 429,
   not_ready: 503,
   shutting_down: 503,
+  database_unavailable: 503,
   internal_error: 500,
 } as const;
 

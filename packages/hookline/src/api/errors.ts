@@ -4,6 +4,10 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DecryptionError } from '../crypto/envelope.js';
 import { HooklineError, type ErrorCode } from '../errors.js';
+import { isDatabaseUnavailable } from '../store/db.js';
+
+/** Seconds a client is asked to wait before retrying a request the database could not serve. */
+const DATABASE_RETRY_AFTER_S = 1;
 
 export function errorBody(code: ErrorCode | string, message: string) {
   return { error: { code, message } };
@@ -87,6 +91,14 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     if (known) {
       return reply.status(known.status).send(errorBody(known.code, known.message));
+    }
+    if (isDatabaseUnavailable(err)) {
+      // Not a bug and not the caller's fault: the database is busy or away for now (docs/errors.md).
+      request.log.warn({ err }, 'database unavailable; answered 503');
+      return reply
+        .status(503)
+        .header('retry-after', String(DATABASE_RETRY_AFTER_S))
+        .send(errorBody('database_unavailable', 'the database is busy or unreachable; retry shortly'));
     }
     if (err instanceof DecryptionError) {
       request.log.error({ err }, 'stored data could not be decrypted (wrong HOOKLINE_ENCRYPTION_KEY?)');

@@ -93,6 +93,40 @@ export function forUpdate(dialect: Dialect, skipLocked = false, of?: string): st
   return `FOR UPDATE${of ? ` OF ${of}` : ''}${skipLocked ? ' SKIP LOCKED' : ''}`;
 }
 
+/**
+ * The connection itself is gone: the server ended the session (idle in transaction too long, restart,
+ * pg_terminate_backend) or the socket failed. Before COMMIT was sent such a transaction certainly
+ * rolled back, so it may be run again on a fresh connection.
+ */
+export function isConnectionLoss(err: unknown): boolean {
+  const code = (err as { code?: string }).code ?? '';
+  // 57P01–57P03: admin_shutdown, crash_shutdown, cannot_connect_now; 25P03: idle-in-transaction
+  // timeout; 08xxx: connection exceptions; the rest are the driver's and the socket's own.
+  if (/^(57P0[123]|25P03|08...)$/.test(code)) return true;
+  if (['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(code)) return true;
+  const message = (err as { message?: string }).message ?? '';
+  return /Connection terminated|not queryable|connection timeout/i.test(message);
+}
+
+/**
+ * The database cannot serve the request for now, through no fault of the request: a lock held longer
+ * than lock_timeout or busy_timeout, a statement past statement_timeout, a transaction that kept losing
+ * races, the server restarting, out of connections, or the connection lost (both drivers' codes). The
+ * API answers 503 with Retry-After (docs/errors.md, `database_unavailable`), not 500.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    // 55P03 lock_not_available, 57014 query_canceled (statement_timeout), 40P01 deadlock and 40001
+    // serialization failure (after the transaction's own retries), 53300 too_many_connections.
+    if (/^(55P03|57014|40P01|40001|53300)$/.test(code)) return true;
+    if (code.startsWith('SQLITE_BUSY')) return true;
+  }
+  return (
+    isConnectionLoss(err) || /timeout exceeded when trying to connect/i.test(String((err as Error)?.message))
+  );
+}
+
 /** A unique constraint refused the write (both drivers' codes). */
 export function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: string }).code;

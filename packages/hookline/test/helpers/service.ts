@@ -7,6 +7,7 @@ import { CLI_ACTOR } from '../../src/admin/audit.js';
 import { createApiKey } from '../../src/keys/api-keys.js';
 import { startService, type Service, type ServiceOptions } from '../../src/service.js';
 import type { Role } from '../../src/store/api-keys.js';
+import type { Db } from '../../src/store/db.js';
 import { createTestDatabase, type StoreKind, type TestDatabase } from './stores.js';
 
 export const TEST_ENCRYPTION_KEY = randomBytes(32).toString('base64');
@@ -45,7 +46,12 @@ export interface TestService {
 
 export async function startTestService(
   kind: StoreKind,
-  options: { env?: Record<string, string>; worker?: boolean } & Partial<ServiceOptions> = {},
+  options: {
+    env?: Record<string, string>;
+    worker?: boolean;
+    /** The service's connection to the test database, when it needs other settings than the default. */
+    openDb?: (database: TestDatabase) => Db;
+  } & Partial<ServiceOptions> = {},
 ): Promise<TestService> {
   const database = await createTestDatabase(kind);
   const config = loadConfig(testEnv(database, options.env));
@@ -55,7 +61,7 @@ export async function startTestService(
     processMetrics: false,
     workerOptions: { pollIntervalMs: 50, reapIntervalMs: 200, ...options.workerOptions },
     shutdownGraceMs: 2000,
-    db: database.open(),
+    db: options.openDb ? options.openDb(database) : database.open(),
     ...(options.clock ? { clock: options.clock } : {}),
   });
   const keyFor = async (role: Role, tenantId = 'acme') =>

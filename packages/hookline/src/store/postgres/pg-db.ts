@@ -2,7 +2,7 @@
 // is parsed to number for this pool only; values stay far below 2^53.
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import type { Db, Notifications, Queryable, SqlValue } from '../db.js';
+import { isConnectionLoss, type Db, type Notifications, type Queryable, type SqlValue } from '../db.js';
 import { PgListener } from './listener.js';
 
 const INT8_OID = 20;
@@ -31,21 +31,6 @@ export const SESSION_LIMITS = {
 const PING_TIMEOUT_MS = 5_000;
 /** Waiting this long for a connection (the server gone, or the pool exhausted) fails the query. */
 const CONNECT_TIMEOUT_MS = 10_000;
-
-/**
- * The connection itself is gone: the server ended the session (idle in transaction too long, restart,
- * pg_terminate_backend) or the socket failed. Before COMMIT was sent such a transaction certainly
- * rolled back, so it may be run again on a fresh connection.
- */
-export function isConnectionLoss(err: unknown): boolean {
-  const code = (err as { code?: string }).code ?? '';
-  // 57P01–57P03: admin_shutdown, crash_shutdown, cannot_connect_now; 25P03: idle-in-transaction
-  // timeout; 08xxx: connection exceptions; the rest are the driver's and the socket's own.
-  if (/^(57P0[123]|25P03|08...)$/.test(code)) return true;
-  if (['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(code)) return true;
-  const message = (err as { message?: string }).message ?? '';
-  return /Connection terminated|not queryable|connection timeout/i.test(message);
-}
 
 function parseInt8(value: string): number {
   return Number(value);

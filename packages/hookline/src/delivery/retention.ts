@@ -1,21 +1,28 @@
-// Keeps the database from growing without bound: finished deliveries, the messages no longer needed
-// and old statistics go after HOOKLINE_RETENTION_DAYS. Any worker may run it; the deletes are
+// Keeps the database from growing without bound: finished deliveries, the messages no longer needed,
+// old statistics and finished bulk-replay jobs go after HOOKLINE_RETENTION_DAYS. Any worker may run it; the deletes are
 // idempotent, so several workers doing so at once only share the work.
 import type { Context } from '../context.js';
-import { pruneFinishedDeliveries, pruneOrphanMessages, pruneSamples } from '../store/retention.js';
+import {
+  pruneFinishedDeliveries,
+  pruneOrphanMessages,
+  pruneReplayJobs,
+  pruneSamples,
+} from '../store/retention.js';
 
 export interface PruneResult {
   deliveries: number;
   messages: number;
   samples: number;
+  replayJobs: number;
 }
 
 export async function pruneOnce(ctx: Context): Promise<PruneResult> {
   const before = ctx.clock() - ctx.config.retentionDays * 86_400_000;
-  const result: PruneResult = { deliveries: 0, messages: 0, samples: 0 };
+  const result: PruneResult = { deliveries: 0, messages: 0, samples: 0, replayJobs: 0 };
   for (let n = -1; n !== 0;) result.deliveries += n = await pruneFinishedDeliveries(ctx.db, before);
   for (let n = -1; n !== 0;) result.messages += n = await pruneOrphanMessages(ctx.db, before);
   result.samples = await pruneSamples(ctx.db, before);
+  result.replayJobs = await pruneReplayJobs(ctx.db, before);
   return result;
 }
 
@@ -24,7 +31,7 @@ export function startRetention(ctx: Context, intervalMs = 60 * 60 * 1000): () =>
   const run = () =>
     void pruneOnce(ctx).then(
       (r) => {
-        if (r.deliveries + r.messages + r.samples > 0) ctx.logger.info(r, 'pruned data past retention');
+        if (r.deliveries + r.messages + r.samples + r.replayJobs > 0) ctx.logger.info(r, 'pruned data past retention');
       },
       (err: unknown) => ctx.logger.warn({ err }, 'retention pruning failed; trying again later'),
     );

@@ -37,3 +37,8 @@ export async function pruneSamples(q: Queryable, before: number): Promise<number
     (await q.run('DELETE FROM queue_samples WHERE bucket < $1', [before]))
   );
 }
+
+/** Bulk-replay jobs that ended before the cut-off: their counts were for watching them run. */
+export async function pruneReplayJobs(q: Queryable, before: number): Promise<number> {
+  return q.run(`DELETE FROM replay_jobs WHERE status <> 'running' AND finished_at < $1`, [before]);
+}

@@ -70,4 +70,33 @@ describe.each(STORE_KINDS)('retention on %s', (kind) => {
     ).toBe(202);
     await failing.waitFor(2);
   });
+
+  it('deletes finished bulk-replay jobs after the retention period, never a running one', async () => {
+    const started = await t.call('POST', '/v1/admin/dead-letters/replay', t.keys.instance_manager, {});
+    expect(started.statusCode).toBe(202);
+    const { id } = started.json();
+    const job = async () => t.call('GET', `/v1/admin/replays/${id}`, t.keys.instance_manager);
+    await eventually(async () => (await job()).json().status !== 'running');
+    const count = async () =>
+      Number((await t.service.ctx.db.one<{ n: number }>('SELECT COUNT(*) AS n FROM replay_jobs'))?.n);
+    // A job still running is kept however old (this one leased by a worker elsewhere, so this
+    // service's workers leave it alone), as is a finished one within the period.
+    await t.service.ctx.db.run(
+      `INSERT INTO replay_jobs (id, status, count, lease_owner, lease_expires_at, created_at, updated_at)
+       VALUES ('rpl_running', 'running', 0, 'elsewhere', $1, 0, 0)`,
+      [Number.MAX_SAFE_INTEGER],
+    );
+    expect(await pruneOnce(t.service.ctx)).toMatchObject({ replayJobs: 0 });
+    const realClock = t.service.ctx.clock;
+    now = Date.now() + 8 * 86_400_000;
+    (t.service.ctx as { clock: () => number }).clock = () => now;
+    try {
+      expect(await pruneOnce(t.service.ctx)).toMatchObject({ replayJobs: 1 });
+    } finally {
+      (t.service.ctx as { clock: () => number }).clock = realClock;
+    }
+    expect((await job()).statusCode).toBe(404);
+    expect(await count()).toBe(1);
+    await t.service.ctx.db.run(`DELETE FROM replay_jobs WHERE id = 'rpl_running'`);
+  });
 });

@@ -31,7 +31,8 @@ export function startRetention(ctx: Context, intervalMs = 60 * 60 * 1000): () =>
   const run = () =>
     void pruneOnce(ctx).then(
       (r) => {
-        if (r.deliveries + r.messages + r.samples + r.replayJobs > 0) ctx.logger.info(r, 'pruned data past retention');
+        if (r.deliveries + r.messages + r.samples + r.replayJobs > 0)
+          ctx.logger.info(r, 'pruned data past retention');
       },
       (err: unknown) => ctx.logger.warn({ err }, 'retention pruning failed; trying again later'),
     );

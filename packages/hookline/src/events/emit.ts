@@ -7,7 +7,12 @@ import { HooklineError } from '../errors.js';
 import { newId } from '../ids.js';
 import { isUniqueViolation, type Queryable } from '../store/db.js';
 import { insertAndFanOut } from '../delivery/fanout.js';
-import { findByIdempotencyKey, releaseIdempotencyKey, type MessageRow } from '../store/messages.js';
+import {
+  findByIdempotencyKeys,
+  idempotencyKeyId,
+  releaseIdempotencyKey,
+  type MessageRow,
+} from '../store/messages.js';
 import { ensureTenant } from '../store/tenants.js';
 import { assertTenantId } from '../tenants.js';
 
@@ -254,9 +259,9 @@ export class Emitter {
   }
 
   /**
-   * Writes a group in `tx`: keyed emits check their key first, new messages go in one insert. `wake`:
-   * whether the workers have anything to do for it (an emit whose tenant has no matching endpoint
-   * leaves them nothing on SQLite, where it is fanned out at once).
+   * Writes a group in `tx`: the group's Idempotency-Keys are looked up in one statement, new messages
+   * go in one insert. `wake`: whether the workers have anything to do for it (an emit whose tenant
+   * has no matching endpoint leaves them nothing on SQLite, where it is fanned out at once).
    */
   private async write(
     tx: Queryable,
@@ -266,9 +271,13 @@ export class Emitter {
     const results: (EmitResult | HooklineError)[] = [];
     const rows: MessageRow[] = [];
     const tenants = new Set<string>();
+    const earlier = await findByIdempotencyKeys(
+      tx,
+      group.flatMap((p) => (p.key === null ? [] : [{ tenantId: p.input.tenantId, key: p.key }])),
+    );
     for (const p of group) {
       if (p.key !== null) {
-        const existing = await findByIdempotencyKey(tx, p.input.tenantId, p.key);
+        const existing = earlier.get(idempotencyKeyId(p.input.tenantId, p.key));
         if (existing && now - Number(existing.created_at) < IDEMPOTENCY_WINDOW_MS) {
           results.push(
             existing.idempotency_fingerprint !== p.fingerprint

@@ -114,14 +114,34 @@ export async function keyAwaitsFanout(q: Queryable, tenantId: string, orderingKe
   return row !== undefined;
 }
 
-export async function findByIdempotencyKey(
+export type IdempotentMessage = Pick<MessageRow, 'id' | 'idempotency_fingerprint' | 'created_at'>;
+
+/** How findByIdempotencyKeys names a tenant's key. */
+export function idempotencyKeyId(tenantId: string, key: string): string {
+  return `${tenantId}\u0000${key}`;
+}
+
+/**
+ * The messages already written under these tenants' Idempotency-Keys, by idempotencyKeyId: one
+ * statement for a whole group of emits, where a lookup per emit would be a round trip each on
+ * PostgreSQL.
+ */
+export async function findByIdempotencyKeys(
   q: Queryable,
-  tenantId: string,
-  key: string,
-): Promise<Pick<MessageRow, 'id' | 'idempotency_fingerprint' | 'created_at'> | undefined> {
-  return q.one(
-    'SELECT id, idempotency_fingerprint, created_at FROM messages WHERE tenant_id = $1 AND idempotency_key = $2',
-    [tenantId, key],
+  keys: readonly { tenantId: string; key: string }[],
+): Promise<Map<string, IdempotentMessage>> {
+  if (keys.length === 0) return new Map();
+  const t = jsonRecords(q.dialect, 1, { item_tenant: 'text', item_key: 'text' });
+  const rows = await q.all<IdempotentMessage & { tenant_id: string; idempotency_key: string }>(
+    `SELECT m.id, m.idempotency_fingerprint, m.created_at, m.tenant_id, m.idempotency_key
+     FROM ${t} JOIN messages m ON m.tenant_id = t.item_tenant AND m.idempotency_key = t.item_key`,
+    [JSON.stringify(keys.map((k) => ({ item_tenant: k.tenantId, item_key: k.key })))],
+  );
+  return new Map(
+    rows.map((r) => [
+      idempotencyKeyId(r.tenant_id, r.idempotency_key),
+      { id: r.id, idempotency_fingerprint: r.idempotency_fingerprint, created_at: r.created_at },
+    ]),
   );
 }
 

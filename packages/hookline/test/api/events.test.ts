@@ -315,6 +315,26 @@ describe.each(STORE_KINDS)('POST /v1/events on %s', (kind) => {
       expect((await messages()).map((r) => r.id)).toEqual([ids[0]]);
     });
 
+    it('answers each emit of a group by its own tenant and key: replayed, refused or new', async () => {
+      const other = { ...body, data: { userId: 'user_2', n: 2 } };
+      const replayed = acceptedId(await emit(body, t.keys.producer, { 'idempotency-key': 'g-same' }));
+      acceptedId(await emit(body, t.keys.producer, { 'idempotency-key': 'g-changed' }));
+      const before = (await messages()).length;
+      // Sent together, so they are written as one group: the keys are looked up in one statement.
+      const [same, changed, fresh, elsewhere, plain] = await Promise.all([
+        emit(body, t.keys.producer, { 'idempotency-key': 'g-same' }),
+        emit(other, t.keys.producer, { 'idempotency-key': 'g-changed' }),
+        emit(body, t.keys.producer, { 'idempotency-key': 'g-new' }),
+        emit({ ...body, tenant_id: 'globex' }, t.keys.producer, { 'idempotency-key': 'g-same' }),
+        emit(body, t.keys.producer),
+      ]);
+      expect(acceptedId(same!)).toBe(replayed);
+      expectError(changed!, 409, 'idempotency_conflict');
+      const created = [acceptedId(fresh!), acceptedId(elsewhere!), acceptedId(plain!)];
+      expect(new Set([replayed, ...created]).size).toBe(4);
+      expect((await messages()).length).toBe(before + 3);
+    });
+
     it('accepts a key of 255 characters and refuses an empty one or one of 256', async () => {
       acceptedId(await emit(body, t.keys.producer, { 'idempotency-key': 'k'.repeat(255) }));
       expectError(

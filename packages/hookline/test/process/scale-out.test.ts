@@ -21,7 +21,10 @@ describe.runIf(STORE_KINDS.includes('postgres'))('scale-out on PostgreSQL', () =
     const database = await createTestDatabase('postgres');
     cleanup.push(() => database.drop());
     const env = testEnv(database, {
-      HOOKLINE_DELIVERY_TIMEOUT_MS: '2000',
+      // Long enough that no attempt times out on a loaded machine: a timed-out attempt the subscriber
+      // did receive is retried, a duplicate the crash bound below does not count (a full-suite run
+      // once saw 70 against 64). The killed worker's leases then expire after 20 s.
+      HOOKLINE_DELIVERY_TIMEOUT_MS: '10000',
       HOOKLINE_MAX_RETRIES: '20',
       HOOKLINE_LOG_LEVEL: 'info',
       HOOKLINE_WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),

@@ -5,7 +5,7 @@ import { isEventType, validateEventData } from '../catalogue/index.js';
 import type { Context } from '../context.js';
 import { HooklineError } from '../errors.js';
 import { newId } from '../ids.js';
-import { isUniqueViolation, type Queryable } from '../store/db.js';
+import { isConnectionLoss, isUniqueViolation, type Queryable } from '../store/db.js';
 import { insertAndFanOut } from '../delivery/fanout.js';
 import {
   findByIdempotencyKeys,
@@ -202,10 +202,9 @@ export class Emitter {
     let results: (EmitResult | HooklineError)[];
     let wake: boolean;
     try {
-      const { db } = this.ctx;
       ({ results, wake } = this.isOneInsert(group)
-        ? await this.write(db, group)
-        : await db.transaction((tx) => this.write(tx, group)));
+        ? await this.writeOneInsert(group)
+        : await this.ctx.db.transaction((tx) => this.write(tx, group)));
     } catch (err) {
       // One emit spoilt the group (most likely a key another process inserted meanwhile): each goes
       // alone, so only that one fails, or reads the winner's answer.
@@ -235,6 +234,46 @@ export class Emitter {
       this.ctx.db.dialect === 'postgres' &&
       group.every((w) => w.key === null && this.knownTenants.has(w.input.tenantId))
     );
+  }
+
+  /**
+   * Writes a group that isOneInsert. Were the connection lost on the way, the insert may or may not
+   * have committed: it is sent once more with the same rows, which carry their own ids, so it either
+   * writes them or finds them written (a unique violation on the id, the only unique key such rows
+   * have). Either way each emit is written once, as a transaction retried before its COMMIT would be.
+   */
+  private async writeOneInsert(
+    group: readonly Prepared[],
+  ): Promise<{ results: (EmitResult | HooklineError)[]; wake: boolean }> {
+    const now = this.ctx.clock();
+    const rows = group.map((p) => this.newMessage(p, now));
+    const results = rows.map((r) => ({ id: r.id, replayed: false }));
+    try {
+      return { results, wake: (await insertAndFanOut(this.ctx.db, rows, now)).workForWorkers };
+    } catch (err) {
+      if (!isConnectionLoss(err)) throw err;
+    }
+    try {
+      return { results, wake: (await insertAndFanOut(this.ctx.db, rows, now)).workForWorkers };
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      return { results, wake: true };
+    }
+  }
+
+  private newMessage(p: Prepared, now: number): MessageRow {
+    const id = newId('message', now);
+    return {
+      id,
+      tenant_id: p.input.tenantId,
+      event_type: p.input.type,
+      payload: this.ctx.envelope.seal(p.body, messageAad(id)),
+      idempotency_key: p.key,
+      idempotency_fingerprint: p.fingerprint,
+      created_at: now,
+      fanned_out_at: null,
+      ordering_key: p.input.orderingKey ?? null,
+    };
   }
 
   private async writeGroup1(w: Waiting): Promise<void> {
@@ -292,19 +331,9 @@ export class Emitter {
         if (existing) await releaseIdempotencyKey(tx, existing.id);
       }
       if (!this.knownTenants.has(p.input.tenantId)) tenants.add(p.input.tenantId);
-      const id = newId('message', now);
-      rows.push({
-        id,
-        tenant_id: p.input.tenantId,
-        event_type: p.input.type,
-        payload: this.ctx.envelope.seal(p.body, messageAad(id)),
-        idempotency_key: p.key,
-        idempotency_fingerprint: p.fingerprint,
-        created_at: now,
-        fanned_out_at: null,
-        ordering_key: p.input.orderingKey ?? null,
-      });
-      results.push({ id, replayed: false });
+      const row = this.newMessage(p, now);
+      rows.push(row);
+      results.push({ id: row.id, replayed: false });
     }
     for (const tenant of [...tenants].sort()) await ensureTenant(tx, tenant, now);
     const { workForWorkers } = await insertAndFanOut(tx, rows, now);

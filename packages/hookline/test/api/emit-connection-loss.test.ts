@@ -1,0 +1,102 @@
+// An emit whose insert loses its PostgreSQL connection mid-way (events/emit.ts, writeOneInsert). A
+// group of emits of known tenants without Idempotency-Keys is one insert, run without a transaction:
+// when the connection drops, the insert may or may not have committed. Sent again with the same ids,
+// it is written exactly once either way, and the client gets its 202 as if nothing had happened.
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PgDb } from '../../src/store/postgres/pg-db.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { PG_URL, STORE_KINDS } from '../helpers/stores.js';
+
+/**
+ * A TCP relay to PostgreSQL that can lose the next message insert a connection sends (before the
+ * server sees it) or the server's answer to it (after the server has run and committed it), closing
+ * that connection as a network failure would. Everything else, and new connections, pass untouched.
+ */
+async function startRelay() {
+  const target = new URL(PG_URL);
+  let mode: 'pass' | 'lose-query' | 'lose-answer' = 'pass';
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = connect(Number(target.port || 5432), target.hostname);
+    let doomed = false;
+    const kill = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => {});
+      s.on('close', () => {
+        sockets.delete(s);
+        kill();
+      });
+    }
+    client.on('data', (d: Buffer) => {
+      // The insert of a message carries its id; other queries (a NOTIFY after an emit) pass.
+      const insert = d.includes('msg_');
+      if (insert && mode === 'lose-query') {
+        mode = 'pass';
+        return kill();
+      }
+      if (insert && mode === 'lose-answer') {
+        mode = 'pass';
+        doomed = true;
+      }
+      upstream.write(d);
+    });
+    upstream.on('data', (d) => (doomed ? kill() : client.write(d)));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(PG_URL);
+  url.host = `127.0.0.1:${(server.address() as { port: number }).port}`;
+  return {
+    url: url.toString(),
+    arm: (next: 'lose-query' | 'lose-answer') => (mode = next),
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+describe.runIf(STORE_KINDS.includes('postgres'))('an emit whose connection is lost, on PostgreSQL', () => {
+  const cleanup: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn().catch(() => {});
+  });
+
+  async function setup() {
+    const relay = await startRelay();
+    cleanup.push(relay.close);
+    const t: TestService = await startTestService('postgres', {
+      // One connection: the pool cannot route around the one the relay breaks.
+      openDb: (database) => new PgDb({ connectionString: relay.url, schema: database.schema!, max: 1 }),
+    });
+    cleanup.push(() => t.close());
+    const emit = (n: number) =>
+      t.call('POST', '/v1/events', t.keys.producer, { tenant_id: 'acme', type: 'user.updated', data: { n } });
+    // The first emit of a tenant runs in a transaction (it creates the tenant); the next ones are
+    // single inserts.
+    expect((await emit(0)).statusCode).toBe(202);
+    const messages = async () =>
+      (await t.service.ctx.db.all<{ id: string }>('SELECT id FROM messages ORDER BY id')).map((r) => r.id);
+    return { relay, emit, messages };
+  }
+
+  for (const [loss, when] of [
+    ['lose-query', 'before the server saw the insert'],
+    ['lose-answer', 'after the server committed the insert'],
+  ] as const) {
+    it(`answers 202 and writes the event once when the connection drops ${when}`, async () => {
+      const { relay, emit, messages } = await setup();
+      const before = await messages();
+      relay.arm(loss);
+      const res = await emit(1);
+      expect(res.statusCode, res.body).toBe(202);
+      const after = await messages();
+      expect(after).toHaveLength(before.length + 1);
+      expect(after).toContain(res.json().id);
+    });
+  }
+});

@@ -8,6 +8,7 @@ import { newId } from '../ids.js';
 import { isConnectionLoss, isUniqueViolation, type Queryable } from '../store/db.js';
 import { insertAndFanOut } from '../delivery/fanout.js';
 import {
+  existingMessageIds,
   findByIdempotencyKeys,
   idempotencyKeyId,
   releaseIdempotencyKey,
@@ -201,11 +202,16 @@ export class Emitter {
   private async writeGroup(group: Waiting[]): Promise<void> {
     let results: (EmitResult | HooklineError)[];
     let wake: boolean;
+    // The new messages' ids, made before the transaction: were its connection lost during COMMIT,
+    // they tell whether it committed.
+    const now = this.ctx.clock();
+    const ids = group.map(() => newId('message', now));
     try {
       ({ results, wake } = this.isOneInsert(group)
-        ? await this.writeOneInsert(group)
-        : await this.ctx.db.transaction((tx) => this.write(tx, group)));
+        ? await this.writeOneInsert(group, ids)
+        : await this.ctx.db.transaction((tx) => this.write(tx, group, ids)));
     } catch (err) {
+      if (isConnectionLoss(err)) return this.afterLostConnection(group, ids, err);
       // One emit spoilt the group (most likely a key another process inserted meanwhile): each goes
       // alone, so only that one fails, or reads the winner's answer.
       if (group.length > 1 || isUniqueViolation(err)) {
@@ -220,6 +226,30 @@ export class Emitter {
       if (r instanceof HooklineError) w.reject(r);
       else w.resolve(r);
     });
+  }
+
+  /**
+   * A group's transaction lost its connection (PostgreSQL). Lost before COMMIT, it was retried and
+   * failed again; lost during COMMIT, it may have committed all the same. Its ids tell: written, the
+   * emits with a new message are answered, and the others (an Idempotency-Key seen before) are asked
+   * again; not written, each emit goes alone in a transaction of its own. Written twice, never.
+   */
+  private async afterLostConnection(group: Waiting[], ids: readonly string[], err: unknown): Promise<void> {
+    let written: Set<string>;
+    try {
+      written = await existingMessageIds(this.ctx.db, ids);
+    } catch {
+      for (const w of group) w.reject(err);
+      return;
+    }
+    if (written.size > 0) {
+      for (const w of group) this.knownTenants.add(w.input.tenantId);
+      this.ctx.signal.notify();
+    }
+    for (const [i, w] of group.entries()) {
+      if (written.has(ids[i]!)) w.resolve({ id: ids[i]!, replayed: false });
+      else await this.writeGroup1(w);
+    }
   }
 
   /**
@@ -244,9 +274,10 @@ export class Emitter {
    */
   private async writeOneInsert(
     group: readonly Prepared[],
+    ids: readonly string[],
   ): Promise<{ results: (EmitResult | HooklineError)[]; wake: boolean }> {
     const now = this.ctx.clock();
-    const rows = group.map((p) => this.newMessage(p, now));
+    const rows = group.map((p, i) => this.newMessage(p, now, ids[i]));
     const results = rows.map((r) => ({ id: r.id, replayed: false }));
     try {
       return { results, wake: (await insertAndFanOut(this.ctx.db, rows, now)).workForWorkers };
@@ -261,8 +292,7 @@ export class Emitter {
     }
   }
 
-  private newMessage(p: Prepared, now: number): MessageRow {
-    const id = newId('message', now);
+  private newMessage(p: Prepared, now: number, id = newId('message', now)): MessageRow {
     return {
       id,
       tenant_id: p.input.tenantId,
@@ -305,6 +335,7 @@ export class Emitter {
   private async write(
     tx: Queryable,
     group: readonly Prepared[],
+    ids?: readonly string[],
   ): Promise<{ results: (EmitResult | HooklineError)[]; wake: boolean }> {
     const now = this.ctx.clock();
     const results: (EmitResult | HooklineError)[] = [];
@@ -314,7 +345,7 @@ export class Emitter {
       tx,
       group.flatMap((p) => (p.key === null ? [] : [{ tenantId: p.input.tenantId, key: p.key }])),
     );
-    for (const p of group) {
+    for (const [i, p] of group.entries()) {
       if (p.key !== null) {
         const existing = earlier.get(idempotencyKeyId(p.input.tenantId, p.key));
         if (existing && now - Number(existing.created_at) < IDEMPOTENCY_WINDOW_MS) {
@@ -331,7 +362,7 @@ export class Emitter {
         if (existing) await releaseIdempotencyKey(tx, existing.id);
       }
       if (!this.knownTenants.has(p.input.tenantId)) tenants.add(p.input.tenantId);
-      const row = this.newMessage(p, now);
+      const row = this.newMessage(p, now, ids?.[i]);
       rows.push(row);
       results.push({ id: row.id, replayed: false });
     }

@@ -150,6 +150,16 @@ export async function releaseIdempotencyKey(q: Queryable, id: string): Promise<v
   await q.run('UPDATE messages SET idempotency_key = NULL WHERE id = $1', [id]);
 }
 
+/** Which of these messages exist. */
+export async function existingMessageIds(q: Queryable, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await q.all<{ id: string }>(
+    `SELECT id FROM messages WHERE id IN (${jsonTextArray(q.dialect, 1)})`,
+    [JSON.stringify(ids)],
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
 export async function getPayloads(
   q: Queryable,
   ids: readonly string[],

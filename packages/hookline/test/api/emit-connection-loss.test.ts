@@ -1,7 +1,8 @@
-// An emit whose insert loses its PostgreSQL connection mid-way (events/emit.ts, writeOneInsert). A
-// group of emits of known tenants without Idempotency-Keys is one insert, run without a transaction:
-// when the connection drops, the insert may or may not have committed. Sent again with the same ids,
-// it is written exactly once either way, and the client gets its 202 as if nothing had happened.
+// An emit whose PostgreSQL connection is lost mid-way (events/emit.ts). A group of emits of known
+// tenants without Idempotency-Keys is one insert, run without a transaction; any other group is a
+// transaction. Either may have committed when the connection drops (before the server saw the
+// statement, or after it committed it): each emit is written exactly once all the same, and the
+// client gets its 202 as if nothing had happened.
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PgDb } from '../../src/store/postgres/pg-db.js';
@@ -9,13 +10,14 @@ import { startTestService, type TestService } from '../helpers/service.js';
 import { PG_URL, STORE_KINDS } from '../helpers/stores.js';
 
 /**
- * A TCP relay to PostgreSQL that can lose the next message insert a connection sends (before the
- * server sees it) or the server's answer to it (after the server has run and committed it), closing
+ * A TCP relay to PostgreSQL that can lose the next statement a connection sends with `marker` in it
+ * (before the server sees it) or the server's answer to it (after the server has run it), closing
  * that connection as a network failure would. Everything else, and new connections, pass untouched.
  */
 async function startRelay() {
   const target = new URL(PG_URL);
   let mode: 'pass' | 'lose-query' | 'lose-answer' = 'pass';
+  let marker = '';
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
     const upstream = connect(Number(target.port || 5432), target.hostname);
@@ -33,13 +35,12 @@ async function startRelay() {
       });
     }
     client.on('data', (d: Buffer) => {
-      // The insert of a message carries its id; other queries (a NOTIFY after an emit) pass.
-      const insert = d.includes('msg_');
-      if (insert && mode === 'lose-query') {
+      const marked = mode !== 'pass' && d.includes(marker);
+      if (marked && mode === 'lose-query') {
         mode = 'pass';
         return kill();
       }
-      if (insert && mode === 'lose-answer') {
+      if (marked && mode === 'lose-answer') {
         mode = 'pass';
         doomed = true;
       }
@@ -52,7 +53,10 @@ async function startRelay() {
   url.host = `127.0.0.1:${(server.address() as { port: number }).port}`;
   return {
     url: url.toString(),
-    arm: (next: 'lose-query' | 'lose-answer') => (mode = next),
+    arm: (next: 'lose-query' | 'lose-answer', statement: string) => {
+      mode = next;
+      marker = statement;
+    },
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise((r) => server.close(r));
@@ -74,8 +78,8 @@ describe.runIf(STORE_KINDS.includes('postgres'))('an emit whose connection is lo
       openDb: (database) => new PgDb({ connectionString: relay.url, schema: database.schema!, max: 1 }),
     });
     cleanup.push(() => t.close());
-    const emit = (n: number) =>
-      t.call('POST', '/v1/events', t.keys.producer, { tenant_id: 'acme', type: 'user.updated', data: { n } });
+    const emit = (n: number, tenant = 'acme') =>
+      t.call('POST', '/v1/events', t.keys.producer, { tenant_id: tenant, type: 'user.updated', data: { n } });
     // The first emit of a tenant runs in a transaction (it creates the tenant); the next ones are
     // single inserts.
     expect((await emit(0)).statusCode).toBe(202);
@@ -84,15 +88,19 @@ describe.runIf(STORE_KINDS.includes('postgres'))('an emit whose connection is lo
     return { relay, emit, messages };
   }
 
-  for (const [loss, when] of [
-    ['lose-query', 'before the server saw the insert'],
-    ['lose-answer', 'after the server committed the insert'],
+  for (const [loss, marker, tenant, when] of [
+    // A single insert: its message id is in it; other statements (a NOTIFY after an emit) pass.
+    ['lose-query', 'msg_', 'acme', 'before the server saw the single insert'],
+    ['lose-answer', 'msg_', 'acme', 'after the server committed the single insert'],
+    // A transaction (the tenant's first emit creates it): the connection drops at COMMIT.
+    ['lose-query', 'COMMIT', 'globex', 'before the server saw the COMMIT'],
+    ['lose-answer', 'COMMIT', 'globex', 'after the server committed the transaction'],
   ] as const) {
     it(`answers 202 and writes the event once when the connection drops ${when}`, async () => {
       const { relay, emit, messages } = await setup();
       const before = await messages();
-      relay.arm(loss);
-      const res = await emit(1);
+      relay.arm(loss, marker);
+      const res = await emit(1, tenant);
       expect(res.statusCode, res.body).toBe(202);
       const after = await messages();
       expect(after).toHaveLength(before.length + 1);

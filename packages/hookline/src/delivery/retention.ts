@@ -1,6 +1,6 @@
 // Keeps the database from growing without bound: finished deliveries, the messages no longer needed,
-// old statistics and finished bulk-replay jobs go after HOOKLINE_RETENTION_DAYS. Any worker may run it; the deletes are
-// idempotent, so several workers doing so at once only share the work.
+// old statistics and finished bulk-replay jobs go after HOOKLINE_RETENTION_DAYS. Any worker may run
+// it; the deletes are idempotent, so several workers doing so at once only share the work.
 import type { Context } from '../context.js';
 import {
   pruneFinishedDeliveries,

@@ -208,7 +208,7 @@ export class Emitter {
     const ids = group.map(() => newId('message', now));
     try {
       ({ results, wake } = this.isOneInsert(group)
-        ? await this.writeOneInsert(group, ids)
+        ? await this.writeOneInsert(group, ids, now)
         : await this.ctx.db.transaction((tx) => this.write(tx, group, ids)));
     } catch (err) {
       if (isConnectionLoss(err)) return this.afterLostConnection(group, ids, err);
@@ -275,17 +275,21 @@ export class Emitter {
   private async writeOneInsert(
     group: readonly Prepared[],
     ids: readonly string[],
+    now: number,
   ): Promise<{ results: (EmitResult | HooklineError)[]; wake: boolean }> {
-    const now = this.ctx.clock();
     const rows = group.map((p, i) => this.newMessage(p, now, ids[i]));
     const results = rows.map((r) => ({ id: r.id, replayed: false }));
+    const insert = async () => ({
+      results,
+      wake: (await insertAndFanOut(this.ctx.db, rows, now)).workForWorkers,
+    });
     try {
-      return { results, wake: (await insertAndFanOut(this.ctx.db, rows, now)).workForWorkers };
+      return await insert();
     } catch (err) {
       if (!isConnectionLoss(err)) throw err;
     }
     try {
-      return { results, wake: (await insertAndFanOut(this.ctx.db, rows, now)).workForWorkers };
+      return await insert();
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       return { results, wake: true };

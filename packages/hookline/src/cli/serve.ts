@@ -33,6 +33,7 @@ export function registerServerCommands(program: Command, config: Config): void {
         api: true,
         worker: options.worker,
         deliveryThread: true,
+        workerOptions: { senderThread: true },
         listen: true,
       });
       closeOnSignals(service);
@@ -46,7 +47,12 @@ export function registerServerCommands(program: Command, config: Config): void {
     .command('worker')
     .description('run delivery workers only (health and metrics on HOOKLINE_WORKER_ADMIN_PORT)')
     .action(async () => {
-      const service = await startService(config, { api: false, worker: true, listen: true });
+      const service = await startService(config, {
+        api: false,
+        worker: true,
+        workerOptions: { senderThread: true },
+        listen: true,
+      });
       closeOnSignals(service);
       service.ctx.logger.info(
         { address: service.address },

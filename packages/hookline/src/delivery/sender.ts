@@ -34,6 +34,15 @@ export interface SendResult {
   durationMs: number;
 }
 
+/** What the worker needs of a sender: a Sender, or a SenderThread (the same, in a thread of its own). */
+export interface Sending {
+  /** Resolves once attempts can go. */
+  start(): Promise<void>;
+  send(req: SendRequest): Promise<SendResult>;
+  abortAll(): void;
+  close(): Promise<void>;
+}
+
 export interface SenderOptions {
   timeoutMs: number;
   allowPrivateNetworks: boolean;
@@ -123,7 +132,7 @@ class Deadlines {
 class TimedOut extends Error {}
 class BodyCapReached extends Error {}
 
-export class Sender {
+export class Sender implements Sending {
   private readonly agent: Agent;
   private readonly deadlines = new Deadlines();
 
@@ -143,6 +152,10 @@ export class Sender {
         ...(options.extraCaCertificates ? { ca: [...rootCertificates, options.extraCaCertificates] } : {}),
       },
     });
+  }
+
+  start(): Promise<void> {
+    return Promise.resolve();
   }
 
   /**

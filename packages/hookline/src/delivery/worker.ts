@@ -20,7 +20,8 @@ import { deadLetterAad } from './dead-letter-codec.js';
 import { fanOutBatch } from './fanout.js';
 import { OutcomeWriter, type LoadSignal, type Outcome } from './outcome-writer.js';
 import { ReplayRunner } from './replay-runner.js';
-import { Sender, type SendResult } from './sender.js';
+import { Sender, type SendResult, type Sending } from './sender.js';
+import { SenderThread } from './sender-thread.js';
 import { Wake } from './wake.js';
 import { deliveryHeaders } from './wire.js';
 
@@ -29,6 +30,11 @@ export interface WorkerOptions {
   pollIntervalMs?: number;
   reapIntervalMs?: number;
   random?: () => number;
+  /**
+   * Send attempts from a thread of their own (delivery/sender-thread.ts), as the CLI's processes do.
+   * Off, they go from this thread: tests that run the TypeScript sources cannot start that thread.
+   */
+  senderThread?: boolean;
 }
 
 /**
@@ -59,7 +65,7 @@ export class DeliveryWorker {
   private readonly fanoutWake = new Wake();
   private readonly claimWake = new Wake();
   private readonly reaperWake = new Wake();
-  private readonly sender: Sender;
+  private readonly sender: Sending;
   private readonly outcomes: OutcomeWriter;
   /** Bulk-replay jobs (docs/contract.md §4.3) are run by the workers, one batch at a time. */
   private readonly replays: ReplayRunner;
@@ -79,16 +85,22 @@ export class DeliveryWorker {
       pollIntervalMs: options.pollIntervalMs ?? 1000,
       reapIntervalMs: options.reapIntervalMs ?? 5000,
       random: options.random ?? Math.random,
+      senderThread: options.senderThread ?? false,
     };
     const concurrency = ctx.config.workerConcurrency;
     this.capacity = concurrency + Math.ceil(concurrency / 4);
     this.lowWater = Math.max(1, Math.floor(this.capacity / 8));
-    this.sender = new Sender({
+    const senderOptions = {
       timeoutMs: ctx.config.deliveryTimeoutMs,
       allowPrivateNetworks: ctx.config.allowPrivateNetworks,
       connectionsPerOrigin: ctx.config.endpointConcurrency,
       extraCaCertificates: ctx.config.extraCaCertificates,
-    });
+    };
+    this.sender = this.options.senderThread
+      ? new SenderThread(senderOptions, (reason) =>
+          ctx.logger.error({ reason }, 'the sender thread stopped; its attempts failed and will be retried'),
+        )
+      : new Sender(senderOptions);
     // Written outcomes free room in the endpoints' limits: the claimer may find work again.
     this.outcomes = new OutcomeWriter(ctx, () => this.claimWake.fire());
     this.replays = new ReplayRunner(ctx, {
@@ -107,11 +119,13 @@ export class DeliveryWorker {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
+    const senderStarted = this.sender.start();
     this.unsubscribe = await this.ctx.signal.onWake(() => {
       this.fanoutWake.fire();
       this.claimWake.fire();
       this.replays.wake();
     });
+    await senderStarted;
     this.loops = Promise.all([this.fanoutLoop(), this.claimLoop(), this.reaperLoop(), this.replays.run()]);
   }
 

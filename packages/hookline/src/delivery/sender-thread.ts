@@ -1,0 +1,146 @@
+// The webhook HTTP client run in a thread of its own (docs/architecture.md, "Sending"). A worker's
+// main thread claims, decrypts, signs and records outcomes; the HTTP work of its attempts (undici's
+// request and answer handling, the socket writes) was about a third of that thread's CPU, and it was
+// the thread's limit. Here the attempts of one turn of the event loop cross to the sender thread in
+// one message and their results come back, one message per turn there, so a crossing costs a few
+// microseconds per attempt. This file is both sides: the handle the worker uses, and (run as the
+// thread) the loop inside. It must run compiled: a thread cannot load the TypeScript sources.
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { Sender, type SendRequest, type SendResult, type SenderOptions, type Sending } from './sender.js';
+
+/** A batch of attempts, flattened: id, url, headers, body for each. */
+type ToThread = { type: 'send'; batch: unknown[] } | { type: 'abortAll' } | { type: 'close' };
+/** 'ready' once, then results, flattened: id, result for each. */
+type FromThread = 'ready' | unknown[];
+
+interface ThreadData {
+  senderOptions: SenderOptions;
+}
+
+const notSent = (error: string): SendResult => ({
+  ok: false,
+  status: null,
+  error,
+  retryAfterMs: null,
+  durationMs: 0,
+});
+
+export class SenderThread implements Sending {
+  private worker: Worker | null = null;
+  private ready: Promise<void> = Promise.resolve();
+  private readonly pending = new Map<number, (result: SendResult) => void>();
+  private nextId = 0;
+  private outgoing: unknown[] = [];
+  private closed = false;
+
+  /** `onStopped` hears of a thread that ended on its own; its attempts fail, and the next send starts another. */
+  constructor(
+    private readonly options: SenderOptions,
+    private readonly onStopped: (reason: string) => void = () => {},
+  ) {}
+
+  /**
+   * Starts the thread; resolves once it can send. Started lazily instead, the first attempts would
+   * wait for it (tens of milliseconds) and then leave together with later ones, out of an endpoint's
+   * rate-limit pace.
+   */
+  start(): Promise<void> {
+    this.thread();
+    return this.ready;
+  }
+
+  send(req: SendRequest): Promise<SendResult> {
+    if (this.closed) return Promise.resolve(notSent('attempt cancelled'));
+    const id = this.nextId++;
+    // The attempts a dispatch starts together leave in one message, once the current task is done.
+    if (this.outgoing.length === 0) queueMicrotask(() => this.post());
+    this.outgoing.push(id, req.url, req.headers, req.body);
+    return new Promise<SendResult>((resolve) => this.pending.set(id, resolve));
+  }
+
+  /** Ends every attempt in flight at once (their results say they timed out), as Sender.abortAll. */
+  abortAll(): void {
+    this.worker?.postMessage({ type: 'abortAll' } satisfies ToThread);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const worker = this.worker;
+    if (!worker) return;
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.postMessage({ type: 'close' } satisfies ToThread);
+    await exited;
+  }
+
+  private post(): void {
+    const batch = this.outgoing;
+    this.outgoing = [];
+    if (batch.length > 0) this.thread().postMessage({ type: 'send', batch } satisfies ToThread);
+  }
+
+  private thread(): Worker {
+    if (this.worker) return this.worker;
+    const data: ThreadData = { senderOptions: this.options };
+    const worker = new Worker(new URL(import.meta.url), { workerData: data });
+    let started!: () => void;
+    this.ready = new Promise((resolve) => (started = resolve));
+    worker.on('message', (results: FromThread) => {
+      if (results === 'ready') return started();
+      for (let i = 0; i < results.length; i += 2) {
+        const id = results[i] as number;
+        this.pending.get(id)?.(results[i + 1] as SendResult);
+        this.pending.delete(id);
+      }
+    });
+    let failure = '';
+    worker.on('error', (err) => (failure = err.message));
+    worker.once('exit', (code) => {
+      this.worker = null;
+      started();
+      // Whatever is still pending never got an answer back: failed attempts, retried as any other.
+      const reason = this.closed
+        ? 'attempt cancelled'
+        : `sender thread stopped (${failure || `exit ${code}`})`;
+      for (const resolve of this.pending.values()) resolve(notSent(reason));
+      this.pending.clear();
+      if (!this.closed) this.onStopped(reason);
+    });
+    this.worker = worker;
+    return worker;
+  }
+}
+
+/** Inside the thread: send what arrives, answer each turn's results in one message. */
+function runThread(port: NonNullable<typeof parentPort>, data: ThreadData): void {
+  const sender = new Sender(data.senderOptions);
+  let results: unknown[] = [];
+  const flush = () => {
+    const batch = results;
+    results = [];
+    port.postMessage(batch);
+  };
+  const done = (id: unknown) => (result: SendResult) => {
+    if (results.length === 0) setImmediate(flush);
+    results.push(id, result);
+  };
+  port.on('message', (m: ToThread) => {
+    if (m.type === 'send') {
+      const b = m.batch;
+      for (let i = 0; i < b.length; i += 4) {
+        const req = { url: b[i + 1], headers: b[i + 2], body: b[i + 3] } as SendRequest;
+        void sender.send(req).then(done(b[i]));
+      }
+    } else if (m.type === 'abortAll') sender.abortAll();
+    else {
+      void sender.close().then(() => {
+        if (results.length > 0) flush();
+        port.close();
+      });
+    }
+  });
+  port.postMessage('ready' satisfies FromThread);
+}
+
+if (!isMainThread && parentPort && (workerData as ThreadData | undefined)?.senderOptions) {
+  runThread(parentPort, workerData as ThreadData);
+}

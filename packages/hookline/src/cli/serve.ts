@@ -33,7 +33,6 @@ export function registerServerCommands(program: Command, config: Config): void {
         api: true,
         worker: options.worker,
         deliveryThread: true,
-        workerOptions: { senderThread: true },
         listen: true,
       });
       closeOnSignals(service);
@@ -47,6 +46,8 @@ export function registerServerCommands(program: Command, config: Config): void {
     .command('worker')
     .description('run delivery workers only (health and metrics on HOOKLINE_WORKER_ADMIN_PORT)')
     .action(async () => {
+      // A worker process sends from a thread of its own; `serve` does not, as its delivery thread would
+      // then take more of the cores its API answers from (docs/architecture.md, "Sending").
       const service = await startService(config, {
         api: false,
         worker: true,

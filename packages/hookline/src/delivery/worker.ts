@@ -31,8 +31,9 @@ export interface WorkerOptions {
   reapIntervalMs?: number;
   random?: () => number;
   /**
-   * Send attempts from a thread of their own (delivery/sender-thread.ts), as the CLI's processes do.
-   * Off, they go from this thread: tests that run the TypeScript sources cannot start that thread.
+   * Send attempts from a thread of their own (delivery/sender-thread.ts), as `hookline worker` does.
+   * Off, they go from this thread: `serve`'s delivery thread, and tests that run the TypeScript
+   * sources (which cannot start that thread).
    */
   senderThread?: boolean;
 }

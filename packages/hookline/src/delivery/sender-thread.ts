@@ -75,7 +75,12 @@ export class SenderThread implements Sending {
   private post(): void {
     const batch = this.outgoing;
     this.outgoing = [];
-    if (batch.length > 0) this.thread().postMessage({ type: 'send', batch } satisfies ToThread);
+    if (!this.closed) return this.thread().postMessage({ type: 'send', batch } satisfies ToThread);
+    // Closed since these were sent: they are cancelled, and no thread is started for them.
+    for (let i = 0; i < batch.length; i += 4) {
+      this.pending.get(batch[i] as number)?.(notSent('attempt cancelled'));
+      this.pending.delete(batch[i] as number);
+    }
   }
 
   private thread(): Worker {

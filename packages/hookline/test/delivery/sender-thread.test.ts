@@ -108,6 +108,17 @@ describe('SenderThread', () => {
     expect(hanging.requests).toBe(1);
   });
 
+  it('an attempt sent just before close is cancelled, and starts no thread', async () => {
+    const server = await serve((_req, res) => res.writeHead(204).end());
+    const s = sender();
+    const sent = s.send(request(server.url)); // leaves at the end of this task, after close()
+    const closed = s.close();
+    expect(await sent).toMatchObject({ ok: false, status: null, error: 'attempt cancelled' });
+    await closed;
+    expect((s as unknown as { worker: unknown }).worker).toBeNull();
+    expect(server.requests).toBe(0);
+  });
+
   it('a thread that dies fails its pending attempts, is reported, and the next attempt starts another', async () => {
     const hanging = await serve(() => {});
     const ok = await serve((_req, res) => res.writeHead(204).end());

@@ -6,7 +6,14 @@
 // microseconds per attempt. This file is both sides: the handle the worker uses, and (run as the
 // thread) the loop inside. It must run compiled: a thread cannot load the TypeScript sources.
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { Sender, type SendRequest, type SendResult, type SenderOptions, type Sending } from './sender.js';
+import {
+  notSent,
+  Sender,
+  type SendRequest,
+  type SendResult,
+  type SenderOptions,
+  type Sending,
+} from './sender.js';
 
 /** A batch of attempts, flattened: id, url, headers, body for each. */
 type ToThread = { type: 'send'; batch: unknown[] } | { type: 'abortAll' } | { type: 'close' };
@@ -16,14 +23,6 @@ type FromThread = 'ready' | unknown[];
 interface ThreadData {
   senderOptions: SenderOptions;
 }
-
-const notSent = (error: string): SendResult => ({
-  ok: false,
-  status: null,
-  error,
-  retryAfterMs: null,
-  durationMs: 0,
-});
 
 export class SenderThread implements Sending {
   private worker: Worker | null = null;
@@ -77,10 +76,12 @@ export class SenderThread implements Sending {
     this.outgoing = [];
     if (!this.closed) return this.thread().postMessage({ type: 'send', batch } satisfies ToThread);
     // Closed since these were sent: they are cancelled, and no thread is started for them.
-    for (let i = 0; i < batch.length; i += 4) {
-      this.pending.get(batch[i] as number)?.(notSent('attempt cancelled'));
-      this.pending.delete(batch[i] as number);
-    }
+    for (let i = 0; i < batch.length; i += 4) this.settle(batch[i] as number, notSent('attempt cancelled'));
+  }
+
+  private settle(id: number, result: SendResult): void {
+    this.pending.get(id)?.(result);
+    this.pending.delete(id);
   }
 
   private thread(): Worker {
@@ -91,11 +92,8 @@ export class SenderThread implements Sending {
     this.ready = new Promise((resolve) => (started = resolve));
     worker.on('message', (results: FromThread) => {
       if (results === 'ready') return started();
-      for (let i = 0; i < results.length; i += 2) {
-        const id = results[i] as number;
-        this.pending.get(id)?.(results[i + 1] as SendResult);
-        this.pending.delete(id);
-      }
+      for (let i = 0; i < results.length; i += 2)
+        this.settle(results[i] as number, results[i + 1] as SendResult);
     });
     let failure = '';
     worker.on('error', (err) => (failure = err.message));

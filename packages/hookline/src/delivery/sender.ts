@@ -34,6 +34,11 @@ export interface SendResult {
   durationMs: number;
 }
 
+/** The result of an attempt that never reached the subscriber: `error` says why. */
+export function notSent(error: string): SendResult {
+  return { ok: false, status: null, error, retryAfterMs: null, durationMs: 0 };
+}
+
 /** What the worker needs of a sender: a Sender, or a SenderThread (the same, in a thread of its own). */
 export interface Sending {
   /** Resolves once attempts can go. */

@@ -20,7 +20,7 @@ import { deadLetterAad } from './dead-letter-codec.js';
 import { fanOutBatch } from './fanout.js';
 import { OutcomeWriter, type LoadSignal, type Outcome } from './outcome-writer.js';
 import { ReplayRunner } from './replay-runner.js';
-import { Sender, type SendResult, type Sending } from './sender.js';
+import { notSent, Sender, type SendResult, type Sending } from './sender.js';
 import { SenderThread } from './sender-thread.js';
 import { Wake } from './wake.js';
 import { deliveryHeaders } from './wire.js';
@@ -306,8 +306,7 @@ export class DeliveryWorker {
       const error =
         body === null ? 'stored message cannot be decrypted' : 'signing secret cannot be decrypted';
       log().error(`attempt impossible: ${error}`);
-      const failure = { ok: false, status: null, error, retryAfterMs: null, durationMs: 0 };
-      await this.outcomes.push(this.judge(delivery, failure, {}, body, maxAttempts));
+      await this.outcomes.push(this.judge(delivery, notSent(error), {}, body, maxAttempts));
       return;
     }
     const headers = deliveryHeaders({
@@ -321,13 +320,7 @@ export class DeliveryWorker {
     // rather than exceed the promised number of attempts.
     const result: SendResult =
       delivery.attempts > maxAttempts
-        ? {
-            ok: false,
-            status: null,
-            error: 'worker lease expired during the last attempt',
-            retryAfterMs: null,
-            durationMs: 0,
-          }
+        ? notSent('worker lease expired during the last attempt')
         : await this.sender.send({ url: delivery.url, headers, body });
     if (this.interrupting) return; // shutting down: the claim is released, not judged
     this.ctx.metrics.attemptSeconds.observe(result.durationMs / 1000);

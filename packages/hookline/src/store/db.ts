@@ -109,6 +109,15 @@ export function isConnectionLoss(err: unknown): boolean {
 }
 
 /**
+ * The transaction lost a race (deadlock_detected, serialization_failure): run again, it may well
+ * succeed.
+ */
+export function isLostRace(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return code === '40P01' || code === '40001';
+}
+
+/**
  * The database cannot serve the request for now, through no fault of the request: a lock held longer
  * than lock_timeout or busy_timeout, a statement past statement_timeout, a transaction that kept losing
  * races, the server restarting, out of connections, or the connection lost (both drivers' codes). The
@@ -117,13 +126,15 @@ export function isConnectionLoss(err: unknown): boolean {
 export function isDatabaseUnavailable(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
-    // 55P03 lock_not_available, 57014 query_canceled (statement_timeout), 40P01 deadlock and 40001
-    // serialization failure (after the transaction's own retries), 53300 too_many_connections.
-    if (/^(55P03|57014|40P01|40001|53300)$/.test(code)) return true;
+    // 55P03 lock_not_available, 57014 query_canceled (statement_timeout), 53300 too_many_connections.
+    if (/^(55P03|57014|53300)$/.test(code)) return true;
     if (code.startsWith('SQLITE_BUSY')) return true;
   }
+  // A lost race reaches the API only after the transaction's own retries.
   return (
-    isConnectionLoss(err) || /timeout exceeded when trying to connect/i.test(String((err as Error)?.message))
+    isLostRace(err) ||
+    isConnectionLoss(err) ||
+    /timeout exceeded when trying to connect/i.test(String((err as Error)?.message))
   );
 }
 

@@ -2,12 +2,17 @@
 // is parsed to number for this pool only; values stay far below 2^53.
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { isConnectionLoss, type Db, type Notifications, type Queryable, type SqlValue } from '../db.js';
+import {
+  isConnectionLoss,
+  isLostRace,
+  type Db,
+  type Notifications,
+  type Queryable,
+  type SqlValue,
+} from '../db.js';
 import { PgListener } from './listener.js';
 
 const INT8_OID = 20;
-/** deadlock_detected and serialization_failure: the transaction lost a race and may be run again. */
-const RETRYABLE = new Set(['40P01', '40001']);
 const MAX_TRANSACTION_ATTEMPTS = 3;
 
 /**
@@ -180,8 +185,7 @@ export class PgDb implements Db {
       } catch (err) {
         if (isConnectionLoss(err)) lost ??= err as Error;
         if (!lost) await client.query('ROLLBACK').catch((e: Error) => (lost ??= e));
-        const retry =
-          RETRYABLE.has((err as { code?: string }).code ?? '') || (!committing && isConnectionLoss(err));
+        const retry = isLostRace(err) || (!committing && isConnectionLoss(err));
         if (attempt >= MAX_TRANSACTION_ATTEMPTS || !retry) throw err;
       } finally {
         client.off('error', onError);

@@ -6,6 +6,7 @@
 // microseconds per attempt. This file is both sides: the handle the worker uses, and (run as the
 // thread) the loop inside. It must run compiled: a thread cannot load the TypeScript sources.
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { takeBootedSenderThread } from './sender-thread-boot.js';
 import {
   notSent,
   Sender,
@@ -15,13 +16,19 @@ import {
   type Sending,
 } from './sender.js';
 
-/** A batch of attempts, flattened: id, url, headers, body for each. */
-type ToThread = { type: 'send'; batch: unknown[] } | { type: 'abortAll' } | { type: 'close' };
+/** A batch of attempts, flattened: id, url, headers, body for each; `options` to a booted thread first. */
+type ToThread =
+  | { type: 'options'; senderOptions: SenderOptions }
+  | { type: 'send'; batch: unknown[] }
+  | { type: 'abortAll' }
+  | { type: 'close' };
 /** 'ready' once, then results, flattened: id, result for each. */
 type FromThread = 'ready' | unknown[];
 
 interface ThreadData {
-  senderOptions: SenderOptions;
+  hooklineSender: true;
+  /** Absent in a thread started ahead of its worker (delivery/sender-thread-boot.ts): sent later. */
+  senderOptions?: SenderOptions;
 }
 
 export class SenderThread implements Sending {
@@ -86,8 +93,10 @@ export class SenderThread implements Sending {
 
   private thread(): Worker {
     if (this.worker) return this.worker;
-    const data: ThreadData = { senderOptions: this.options };
-    const worker = new Worker(new URL(import.meta.url), { workerData: data });
+    const data: ThreadData = { hooklineSender: true, senderOptions: this.options };
+    const booted = takeBootedSenderThread();
+    const worker = booted ?? new Worker(new URL(import.meta.url), { workerData: data });
+    if (booted) booted.postMessage({ type: 'options', senderOptions: this.options } satisfies ToThread);
     let started!: () => void;
     this.ready = new Promise((resolve) => (started = resolve));
     worker.on('message', (results: FromThread) => {
@@ -114,8 +123,8 @@ export class SenderThread implements Sending {
 }
 
 /** Inside the thread: send what arrives, answer each turn's results in one message. */
-function runThread(port: NonNullable<typeof parentPort>, data: ThreadData): void {
-  const sender = new Sender(data.senderOptions);
+function runThread(port: NonNullable<typeof parentPort>, options: SenderOptions): void {
+  const sender = new Sender(options);
   let results: unknown[] = [];
   const flush = () => {
     const batch = results;
@@ -134,7 +143,7 @@ function runThread(port: NonNullable<typeof parentPort>, data: ThreadData): void
         void sender.send(req).then(done(b[i]));
       }
     } else if (m.type === 'abortAll') sender.abortAll();
-    else {
+    else if (m.type === 'close') {
       void sender.close().then(() => {
         if (results.length > 0) flush();
         port.close();
@@ -144,6 +153,13 @@ function runThread(port: NonNullable<typeof parentPort>, data: ThreadData): void
   port.postMessage('ready' satisfies FromThread);
 }
 
-if (!isMainThread && parentPort && (workerData as ThreadData | undefined)?.senderOptions) {
-  runThread(parentPort, workerData as ThreadData);
+const threadData = workerData as ThreadData | undefined;
+if (!isMainThread && parentPort && threadData?.hooklineSender) {
+  const port = parentPort;
+  if (threadData.senderOptions) runThread(port, threadData.senderOptions);
+  else {
+    port.once('message', (m: ToThread) => {
+      if (m.type === 'options') runThread(port, m.senderOptions);
+    });
+  }
 }

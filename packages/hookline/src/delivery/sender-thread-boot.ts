@@ -1,0 +1,30 @@
+// The sender thread, started ahead of the worker that will use it (docs/architecture.md, "Sending").
+// `hookline worker` spawns it first thing; the worker's SenderThread adopts it and gives it its
+// options. Nothing else is imported here: the main thread would load it before the thread started.
+import { Worker } from 'node:worker_threads';
+
+let booted: Worker | null = null;
+
+/** Spawns a sender thread that waits for its options; the next SenderThread to start adopts it. */
+export function bootSenderThread(): void {
+  if (booted) return;
+  const worker = new Worker(new URL('./sender-thread.js', import.meta.url), {
+    workerData: { hooklineSender: true },
+  });
+  // Until adopted, it must not keep the process alive (a command that fails earlier still exits), and
+  // a thread that fails to start is simply not adopted: its SenderThread then starts its own.
+  worker.unref();
+  worker.on('error', () => {});
+  worker.once('exit', () => {
+    if (booted === worker) booted = null;
+  });
+  booted = worker;
+}
+
+/** The thread bootSenderThread started and that is still running, once; otherwise null. */
+export function takeBootedSenderThread(): Worker | null {
+  const worker = booted;
+  booted = null;
+  worker?.ref();
+  return worker;
+}

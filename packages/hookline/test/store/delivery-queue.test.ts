@@ -14,6 +14,7 @@ import {
   sweepDeletedEndpoints,
 } from '../../src/store/deliveries.js';
 import { pauseQueues, setQueueActive, settleQueues } from '../../src/store/endpoint-queues.js';
+import { ENDPOINTS_PER_CLAIM } from '../../src/store/sqlite/claim.js';
 import { PG_URL, STORE_KINDS } from '../helpers/stores.js';
 import {
   CEILING,
@@ -116,6 +117,23 @@ describe.each(STORE_KINDS)('delivery queue transitions on %s', (kind) => {
       const rest = await claimAt(db, T0, 100);
       expect([...idsOf(first), ...idsOf(rest)].sort()).toEqual(all.flat().sort());
     });
+
+    it.runIf(kind === 'sqlite')(
+      'takes from at most ENDPOINTS_PER_CLAIM endpoints per claim, the oldest ready first (SQLite)',
+      async () => {
+        const { db } = store;
+        const endpoints = Array.from({ length: ENDPOINTS_PER_CLAIM + 8 }, (_, i) => `ep-${1000 + i}`);
+        for (const [i, id] of endpoints.entries()) {
+          await addEndpoint(db, id);
+          // Endpoint i's one delivery fell due at T0 − 1000 + i: the queues are ready in that order.
+          await addDeliveries(db, id, [T0 - 1000 + i]);
+        }
+        const first = await claimAt(db, T0, 500);
+        expect(first.map((c) => c.endpoint_id).sort()).toEqual(endpoints.slice(0, ENDPOINTS_PER_CLAIM));
+        const rest = await claimAt(db, T0, 500);
+        expect(rest.map((c) => c.endpoint_id).sort()).toEqual(endpoints.slice(ENDPOINTS_PER_CLAIM));
+      },
+    );
 
     it('takes at most min(concurrency_limit, ceiling) − in_flight from an endpoint', async () => {
       const { db } = store;

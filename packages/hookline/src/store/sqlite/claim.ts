@@ -25,8 +25,9 @@ function rateRoom(r: Ready, nowUs: number): { room: number; from: number } {
 }
 
 /**
- * Endpoints one claim takes from. Each costs statements inside the write transaction, and meanwhile
- * `hookline serve`'s API waits for the writer: a claim across 160 ready endpoints held it ~4 ms.
+ * Endpoints one transaction takes from. Each costs statements inside the write transaction, and
+ * meanwhile `hookline serve`'s API waits for the writer: a claim across 160 ready endpoints held it
+ * ~4 ms. A claim that needs more goes on in another transaction, and whoever waits goes in between.
  */
 export const ENDPOINTS_PER_CLAIM = 32;
 
@@ -36,6 +37,21 @@ export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttem
   // write transaction; a claim that sees work reads again inside its transaction.
   if (!(await db.one(`SELECT 1 AS ready FROM endpoint_queues WHERE ready_at <= $1 LIMIT 1`, [o.now])))
     return [];
+  const claimed: ClaimedAttempt[] = [];
+  for (;;) {
+    const { attempts, endpoints } = await claimFromSome(db, { ...o, limit: o.limit - claimed.length });
+    claimed.push(...attempts);
+    // Fewer endpoints than that were ready, or these gave nothing (then they are settled and the next
+    // claim goes on from there): done for now.
+    if (endpoints < ENDPOINTS_PER_CLAIM || attempts.length === 0 || claimed.length >= o.limit) return claimed;
+  }
+}
+
+/** One transaction of a claim: from the first ENDPOINTS_PER_CLAIM ready endpoints at most. */
+async function claimFromSome(
+  db: Db,
+  o: ClaimOptions,
+): Promise<{ attempts: ClaimedAttempt[]; endpoints: number }> {
   return db.transaction(async (tx) => {
     const ready = await tx.all<Ready>(
       `SELECT endpoint_id, ${least('sqlite', 'concurrency_limit', '$2')} - in_flight AS room,
@@ -43,7 +59,8 @@ export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttem
        FROM endpoint_queues WHERE ready_at <= $1 ORDER BY ready_at LIMIT $3`,
       [o.now, o.ceiling, Math.min(o.limit, ENDPOINTS_PER_CLAIM)],
     );
-    if (ready.length === 0) return [];
+    const none = { attempts: [], endpoints: ready.length };
+    if (ready.length === 0) return none;
     const taken: string[] = [];
     const settled: {
       item_endpoint: string;
@@ -108,7 +125,7 @@ export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttem
        FROM ${t} WHERE endpoint_queues.endpoint_id = t.item_endpoint`,
       [JSON.stringify(settled), o.ceiling],
     );
-    if (taken.length === 0) return [];
+    if (taken.length === 0) return none;
     const attempts = await tx.all<ClaimedAttempt>(
       `SELECT d.id, d.message_id, d.endpoint_id, d.tenant_id, d.event_type, d.attempts, d.first_headers,
          d.replay_of, d.ordering_key, m.payload, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
@@ -120,6 +137,6 @@ export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttem
       [ids],
     );
     for (const a of attempts) a.send_at = sendAt.get(a.id) ?? null;
-    return attempts;
+    return { attempts, endpoints: ready.length };
   });
 }

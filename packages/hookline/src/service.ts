@@ -69,7 +69,9 @@ export async function startService(config: Config, options: ServiceOptions): Pro
       ? await DeliveryThread.start(config, options.workerOptions ?? {}, ctx.db, ctx.logger)
       : null;
     if (thread) {
-      await ctx.signal.onWake(() => thread.wake());
+      // News from other processes reaches the thread through its own connection's LISTEN; this
+      // thread passes on its own emits' (and, were it forwarded too, the thread would wake twice).
+      await ctx.signal.onWake((kind) => thread.wake(kind), { listen: false });
       ctx.metrics.addSource(() => thread.metrics());
     }
     const worker = options.worker && !inThread ? new DeliveryWorker(ctx, options.workerOptions) : null;

@@ -84,7 +84,7 @@ export async function startReplayJob(
     await audit(tx, actor, 'dead_letter.bulk_replay', id, { filter, count }, now);
     return { id, count };
   });
-  ctx.signal.notify();
+  ctx.signal.notify('replay');
   return result;
 }
 

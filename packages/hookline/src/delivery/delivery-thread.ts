@@ -13,13 +13,15 @@ import { SqliteDb } from '../store/sqlite/sqlite-db.js';
 import { startQueueSampler } from './queue-sampler.js';
 import { startRetention } from './retention.js';
 import { DeliveryWorker, type WorkerOptions } from './worker.js';
+import type { WakeKind } from './work-signal.js';
 
 /** The shortest time between two wake messages to the thread. */
 const WAKE_SPACING_MS = 2;
 
 type Metric = MetricObjectWithValues<MetricValue<string>>;
 
-type ToThread = { type: 'wake' } | { type: 'stop'; graceMs: number } | { type: 'metrics'; id: number };
+type ToThread =
+  { type: 'wake'; kind: WakeKind } | { type: 'stop'; graceMs: number } | { type: 'metrics'; id: number };
 type FromThread =
   | { type: 'ready' }
   | { type: 'failed'; message: string }
@@ -93,23 +95,23 @@ export class DeliveryThread {
    * more than the commit of an emit, so at most one goes per WAKE_SPACING_MS: the first at once, and
    * one more at the end of the interval if any commit asked meanwhile.
    */
-  wake(): void {
+  wake(kind: WakeKind = 'work'): void {
     if (this.wakeSpacing) {
-      this.wakeAgain = true;
+      this.wakeAgain.add(kind);
       return;
     }
-    this.send({ type: 'wake' });
+    this.send({ type: 'wake', kind });
     this.wakeSpacing = setTimeout(() => {
       this.wakeSpacing = null;
-      if (this.wakeAgain) {
-        this.wakeAgain = false;
-        this.wake();
-      }
+      const again = [...this.wakeAgain];
+      this.wakeAgain.clear();
+      // A replay job's wake-up wakes for other work too (delivery/worker.ts).
+      if (again.length > 0) this.wake(again.includes('replay') ? 'replay' : 'work');
     }, WAKE_SPACING_MS);
   }
 
   private wakeSpacing: NodeJS.Timeout | null = null;
-  private wakeAgain = false;
+  private readonly wakeAgain = new Set<WakeKind>();
 
   /** The thread's own counters and histograms, for /metrics. */
   metrics(): Promise<Metric[]> {
@@ -151,7 +153,8 @@ async function runThread(port: NonNullable<typeof parentPort>, data: ThreadData)
   const stopSampler = startQueueSampler(ctx);
   const stopRetention = startRetention(ctx);
   port.on('message', (m: ToThread) => {
-    if (m.type === 'wake') ctx.signal.notify();
+    // The other processes were told by whoever asked the main thread to wake this one.
+    if (m.type === 'wake') ctx.signal.wakeHere(m.kind);
     else if (m.type === 'metrics') {
       void ctx.metrics.registry
         .getMetricsAsJSON()

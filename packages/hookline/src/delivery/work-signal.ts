@@ -2,6 +2,7 @@
 // a plain callback; where processes share the database (PostgreSQL) it is also a notification through
 // the store, so API processes wake workers elsewhere. Workers still poll on a timer, so a lost
 // notification delays work, never loses it.
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
 
@@ -9,8 +10,19 @@ const CHANNEL = 'hookline_work';
 /** Coalesces bursts of emits into one notification. */
 const NOTIFY_DEBOUNCE_MS = 5;
 
+/**
+ * What is waiting: deliveries to claim or messages to fan out (`work`), or a bulk-replay job to run
+ * (`replay`). Only the latter wakes the workers' replay runners, each of which asks the database
+ * for jobs when woken.
+ */
+export type WakeKind = 'work' | 'replay';
+export type WakeListener = (kind: WakeKind) => void;
+
 export class WorkSignal {
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<WakeListener>();
+  /** Names this signal's notifications, so that it does not wake its own listeners twice. */
+  readonly origin = randomUUID();
+  private readonly unsent = new Set<WakeKind>();
   private notifyTimer: NodeJS.Timeout | null = null;
   private stopListening: (() => Promise<void>) | null = null;
   private closed = false;
@@ -25,29 +37,48 @@ export class WorkSignal {
   }
 
   /** Tells every worker, here and (where the database is shared) in other processes, that work may be waiting. */
-  notify(): void {
-    this.wakeLocal();
+  notify(kind: WakeKind = 'work'): void {
+    this.wakeHere(kind);
     const notifications = this.db.notifications;
-    if (!notifications || this.notifyTimer) return;
+    if (!notifications) return;
+    this.unsent.add(kind);
+    if (this.notifyTimer) return;
     this.notifyTimer = setTimeout(() => {
       this.notifyTimer = null;
-      notifications.notify(CHANNEL).catch((err: unknown) => {
+      const payload = `${this.origin} ${[...this.unsent].join(',')}`;
+      this.unsent.clear();
+      notifications.notify(CHANNEL, payload).catch((err: unknown) => {
         this.logger.warn({ err }, 'NOTIFY failed; workers will find the work on their next poll');
       });
     }, NOTIFY_DEBOUNCE_MS);
     this.notifyTimer.unref();
   }
 
-  private wakeLocal(): void {
-    for (const listener of this.listeners) listener();
+  /** Wakes this signal's own listeners only: for news that other processes have already been told. */
+  wakeHere(kind: WakeKind = 'work'): void {
+    for (const listener of this.listeners) listener(kind);
   }
 
-  /** Subscribes to wake-ups; where the database is shared, the first subscriber starts listening. */
-  async onWake(listener: () => void): Promise<() => void> {
+  /** A notification from the database: its sender's own listeners were woken when it was sent. */
+  private received(payload: string): void {
+    const [origin, kinds = 'work'] = payload.split(' ');
+    if (origin === this.origin) return;
+    for (const kind of kinds.split(',')) this.wakeHere(kind === 'replay' ? 'replay' : 'work');
+  }
+
+  /**
+   * Subscribes to wake-ups; where the database is shared, the first subscriber starts listening,
+   * unless it asks for this process's own news only (`listen: false`).
+   */
+  async onWake(listener: WakeListener, { listen = true }: { listen?: boolean } = {}): Promise<() => void> {
     this.listeners.add(listener);
     const notifications = this.db.notifications;
-    if (notifications && !this.stopListening && !this.closed) {
-      this.stopListening = await notifications.listen(CHANNEL, () => this.wakeLocal(), this.logger);
+    if (listen && notifications && !this.stopListening && !this.closed) {
+      this.stopListening = await notifications.listen(
+        CHANNEL,
+        (payload) => this.received(payload),
+        this.logger,
+      );
     }
     return () => this.listeners.delete(listener);
   }

@@ -121,10 +121,11 @@ export class DeliveryWorker {
     if (this.running) return;
     this.running = true;
     const senderStarted = this.sender.start();
-    this.unsubscribe = await this.ctx.signal.onWake(() => {
+    this.unsubscribe = await this.ctx.signal.onWake((kind) => {
       this.fanoutWake.fire();
       this.claimWake.fire();
-      this.replays.wake();
+      // The replay runner asks the database for jobs each time it wakes: only when one was created.
+      if (kind === 'replay') this.replays.wake();
     });
     await senderStarted;
     this.loops = Promise.all([this.fanoutLoop(), this.claimLoop(), this.reaperLoop(), this.replays.run()]);

@@ -15,11 +15,11 @@ export interface Queryable {
 
 /** Wake-ups between processes sharing one database (PostgreSQL's NOTIFY/LISTEN). */
 export interface Notifications {
-  notify(channel: string): Promise<void>;
-  /** Calls `onNotify` for each notification on `channel` until the returned close is called. */
+  notify(channel: string, payload: string): Promise<void>;
+  /** Calls `onNotify` with the payload of each notification on `channel` until the returned close is called. */
   listen(
     channel: string,
-    onNotify: () => void,
+    onNotify: (payload: string) => void,
     log: { warn(obj: object, msg: string): void },
   ): Promise<() => Promise<void>>;
 }

@@ -12,7 +12,7 @@ export class PgListener {
   constructor(
     private readonly config: pg.ClientConfig,
     private readonly channel: string,
-    private readonly onNotify: () => void,
+    private readonly onNotify: (payload: string) => void,
     private readonly log: ListenerLog,
   ) {}
 
@@ -20,7 +20,7 @@ export class PgListener {
     if (this.closed) return;
     const client = new pg.Client(this.config);
     this.client = client;
-    client.on('notification', () => this.onNotify());
+    client.on('notification', (message) => this.onNotify(message.payload ?? ''));
     client.on('error', (err) => {
       this.log.warn({ err }, 'LISTEN connection lost; reconnecting');
       this.client = null;

@@ -120,8 +120,8 @@ export class PgDb implements Db {
   readonly pool: pg.Pool;
   private readonly q: Queryable;
   readonly notifications: Notifications = {
-    notify: async (channel) => {
-      await this.pool.query('SELECT pg_notify($1, $2)', [channel, '']);
+    notify: async (channel, payload) => {
+      await this.pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
     },
     listen: async (channel, onNotify, log) => {
       const listener = new PgListener(this.pool.options, channel, onNotify, log);

@@ -1,0 +1,77 @@
+// Wake-ups between processes on PostgreSQL (delivery/work-signal.ts): an emit to `hookline serve`,
+// whose API and delivery thread share one process, sends one notification. Before, the delivery
+// thread re-sent each wake-up it got from the API thread, and the API thread's LISTEN passed that
+// one back to the thread: one emit started ~150 notifications a second for as long as the process
+// ran, each waking the thread's claims, fan-out and replay runner.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { postJson, runCli, startProcess } from '../helpers/process.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { testEnv } from '../helpers/service.js';
+import { PG_URL, STORE_KINDS, createTestDatabase } from '../helpers/stores.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.runIf(STORE_KINDS.includes('postgres'))('wake-ups on PostgreSQL', () => {
+  const cleanup: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn().catch(() => {});
+  });
+
+  it('an emit to serve notifies the other processes once, and nothing echoes back and forth', async () => {
+    const database = await createTestDatabase('postgres');
+    cleanup.push(() => database.drop());
+    // Notifications are database-wide and other suites' processes send them too: this process's own
+    // are told apart by the backend that sent them, found by its application name.
+    const application = `hookline_wake_${randomBytes(4).toString('hex')}`;
+    const env = testEnv(database, {
+      HOOKLINE_DATABASE_URL: `${database.url}&application_name=${application}`,
+    });
+    const tenantKey = (
+      await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)
+    ).stdout.trim();
+    const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
+    const receiver = await startReceiver(() => ({ status: 204 }));
+    cleanup.push(() => receiver.close());
+    const serve = await startProcess(['serve'], env);
+    cleanup.push(() => serve.kill());
+    const created = await postJson(serve.address, '/v1/webhooks', tenantKey, {
+      url: receiver.url,
+      events: ['*'],
+    });
+    expect(created.status).toBe(201);
+
+    const listener = new pg.Client({ connectionString: PG_URL });
+    await listener.connect();
+    cleanup.push(() => listener.end());
+    const heard: { pid: number; payload: string }[] = [];
+    listener.on('notification', (n) => heard.push({ pid: n.processId, payload: n.payload ?? '' }));
+    await listener.query('LISTEN hookline_work');
+
+    const emitted = await postJson(serve.address, '/v1/events', producerKey, {
+      tenant_id: 'acme',
+      type: 'user.created',
+      data: { userId: 'user_1' },
+    });
+    expect(emitted.status).toBe(202);
+    await receiver.waitFor(1, 10_000);
+    // Long enough for hundreds of round trips of an echo.
+    await sleep(1500);
+    const ours = new Set(
+      (
+        await listener.query<{ pid: number }>(
+          'SELECT pid FROM pg_stat_activity WHERE application_name = $1',
+          [application],
+        )
+      ).rows.map((r) => r.pid),
+    );
+    expect(ours.size).toBeGreaterThan(0);
+    const sent = heard.filter((n) => ours.has(n.pid));
+    // The emit's own notification; at most a fan-out's or a retry's besides.
+    expect(sent.length).toBeGreaterThanOrEqual(1);
+    expect(sent.length).toBeLessThanOrEqual(3);
+    // Each names its sender and what is waiting.
+    for (const n of sent) expect(n.payload).toMatch(/^[0-9a-f-]{36} (work|replay)(,(work|replay))?$/);
+  }, 60_000);
+});

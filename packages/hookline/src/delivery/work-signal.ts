@@ -39,19 +39,22 @@ export class WorkSignal {
   /** Tells every worker, here and (where the database is shared) in other processes, that work may be waiting. */
   notify(kind: WakeKind = 'work'): void {
     this.wakeHere(kind);
-    const notifications = this.db.notifications;
-    if (!notifications) return;
+    if (!this.db.notifications || this.closed) return;
     this.unsent.add(kind);
     if (this.notifyTimer) return;
-    this.notifyTimer = setTimeout(() => {
-      this.notifyTimer = null;
-      const payload = `${this.origin} ${[...this.unsent].join(',')}`;
-      this.unsent.clear();
-      notifications.notify(CHANNEL, payload).catch((err: unknown) => {
-        this.logger.warn({ err }, 'NOTIFY failed; workers will find the work on their next poll');
-      });
-    }, NOTIFY_DEBOUNCE_MS);
+    this.notifyTimer = setTimeout(() => void this.send(), NOTIFY_DEBOUNCE_MS);
     this.notifyTimer.unref();
+  }
+
+  private async send(): Promise<void> {
+    this.notifyTimer = null;
+    const notifications = this.db.notifications;
+    if (!notifications || this.unsent.size === 0) return;
+    const payload = `${this.origin} ${[...this.unsent].join(',')}`;
+    this.unsent.clear();
+    await notifications.notify(CHANNEL, payload).catch((err: unknown) => {
+      this.logger.warn({ err }, 'NOTIFY failed; workers will find the work on their next poll');
+    });
   }
 
   /** Wakes this signal's own listeners only: for news that other processes have already been told. */
@@ -83,10 +86,14 @@ export class WorkSignal {
     return () => this.listeners.delete(listener);
   }
 
+  /** Sends what is still waiting for the debounce (a one-shot command exits right after). */
   async close(): Promise<void> {
     this.closed = true;
     this.listeners.clear();
-    if (this.notifyTimer) clearTimeout(this.notifyTimer);
+    if (this.notifyTimer) {
+      clearTimeout(this.notifyTimer);
+      await this.send();
+    }
     const stop = this.stopListening;
     this.stopListening = null;
     await stop?.();

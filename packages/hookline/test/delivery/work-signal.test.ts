@@ -58,4 +58,21 @@ describe.runIf(STORE_KINDS.includes('postgres'))('WorkSignal on PostgreSQL', () 
     await eventually(() => wokenB.length > before);
     expect(wokenB.slice(before)).toContain('work');
   });
+
+  it('sends what is still waiting for the debounce when it is closed, as a one-shot command is', async () => {
+    const database = await createTestDatabase('postgres');
+    cleanup.push(() => database.drop());
+    const db = database.open();
+    cleanup.push(() => db.close());
+    const signal = await WorkSignal.create(db, pino({ level: 'silent' }));
+    const raw = new pg.Client({ connectionString: PG_URL });
+    await raw.connect();
+    cleanup.push(() => raw.end());
+    const payloads: string[] = [];
+    raw.on('notification', (n) => payloads.push(n.payload ?? ''));
+    await raw.query('LISTEN hookline_work');
+    signal.notify();
+    await signal.close();
+    await eventually(() => payloads.includes(`${signal.origin} work`));
+  });
 });

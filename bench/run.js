@@ -295,7 +295,8 @@ async function main() {
       }
     }
   }
-  const noteText = Object.fromEntries(Object.entries(notes).map(([k, v]) => [k, [...v].join(' | ')]));
+  // The runs' distinct notes, side by side ('|' would end the table cell).
+  const noteText = Object.fromEntries(Object.entries(notes).map(([k, v]) => [k, [...v].join(' / ')]));
   const spec = rows(s);
   // With --repeat, the spread of each row's main figure goes beside its notes.
   for (const row of spec.filter((r) => r.key)) {

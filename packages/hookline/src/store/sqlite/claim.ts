@@ -5,13 +5,30 @@ import { jsonRecords, least, type Db } from '../db.js';
 import { paceLateCreditUs, pacedSendDelayUs } from '../endpoint-queues.js';
 import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
 
-interface Ready {
-  endpoint_id: string;
+/** A ready endpoint queue, with what its attempts need of the endpoint (read once, not per attempt). */
+type Ready = Pick<
+  ClaimedAttempt,
+  'endpoint_id' | 'url' | 'secret' | 'previous_secret' | 'previous_secret_expires_at' | 'endpoint_healthy'
+> & {
   room: number;
   rate_interval_us: number | null;
   rate_tolerance_us: number | null;
   rate_tat_us: number | null;
-}
+};
+
+/** One of an endpoint's first pending deliveries, with its message's payload. */
+type Pending = Pick<
+  ClaimedAttempt,
+  | 'id'
+  | 'message_id'
+  | 'tenant_id'
+  | 'event_type'
+  | 'attempts'
+  | 'first_headers'
+  | 'replay_of'
+  | 'ordering_key'
+  | 'payload'
+> & { next_attempt_at: number };
 
 /**
  * How many attempts a rate limit allows now, and the pace's start (docs/architecture.md, "Rate
@@ -54,14 +71,18 @@ async function claimFromSome(
 ): Promise<{ attempts: ClaimedAttempt[]; endpoints: number }> {
   return db.transaction(async (tx) => {
     const ready = await tx.all<Ready>(
-      `SELECT endpoint_id, ${least('sqlite', 'concurrency_limit', '$2')} - in_flight AS room,
-         rate_interval_us, rate_tolerance_us, rate_tat_us
-       FROM endpoint_queues WHERE ready_at <= $1 ORDER BY ready_at LIMIT $3`,
+      `SELECT q.endpoint_id, ${least('sqlite', 'q.concurrency_limit', '$2')} - q.in_flight AS room,
+         q.rate_interval_us, q.rate_tolerance_us, q.rate_tat_us,
+         e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
+         (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy
+       FROM endpoint_queues q JOIN endpoints e ON e.id = q.endpoint_id
+       WHERE q.ready_at <= $1 ORDER BY q.ready_at LIMIT $3`,
       [o.now, o.ceiling, Math.min(o.limit, ENDPOINTS_PER_CLAIM)],
     );
     const none = { attempts: [], endpoints: ready.length };
     if (ready.length === 0) return none;
     const taken: string[] = [];
+    const attempts: ClaimedAttempt[] = [];
     const settled: {
       item_endpoint: string;
       item_claimed: number;
@@ -70,23 +91,42 @@ async function claimFromSome(
       item_throttled: number | null;
     }[] = [];
     const nowUs = o.now * 1000;
-    const sendAt = new Map<string, number>();
     for (const r of ready) {
       const rate = rateRoom(r, nowUs);
       const room = Math.max(0, Math.min(r.room, rate.room, o.limit - taken.length));
-      // One row past the room: what is left tells the queue its next due time.
-      const rows = await tx.all<{ id: string; next_attempt_at: number }>(
-        `SELECT id, next_attempt_at FROM deliveries WHERE endpoint_id = $1 AND status = 'pending'
-         ORDER BY next_attempt_at LIMIT $2`,
+      // One row past the room: what is left tells the queue its next due time. The rows come with
+      // what their attempts need, so no second read of the claimed deliveries follows.
+      const rows = await tx.all<Pending>(
+        `SELECT d.id, d.next_attempt_at, d.message_id, d.tenant_id, d.event_type, d.attempts,
+           d.first_headers, d.replay_of, d.ordering_key, m.payload
+         FROM deliveries d JOIN messages m ON m.id = d.message_id
+         WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at LIMIT $2`,
         [r.endpoint_id, room + 1],
       );
       let claimed = 0;
       while (claimed < room && claimed < rows.length && rows[claimed]!.next_attempt_at <= o.now) {
-        taken.push(rows[claimed]!.id);
-        if (r.rate_interval_us !== null) {
-          const slot = rate.from + claimed * r.rate_interval_us;
-          sendAt.set(rows[claimed]!.id, Math.floor((slot + pacedSendDelayUs(r.rate_interval_us)) / 1000));
-        }
+        const d = rows[claimed]!;
+        taken.push(d.id);
+        const slot = r.rate_interval_us === null ? null : rate.from + claimed * r.rate_interval_us;
+        attempts.push({
+          id: d.id,
+          message_id: d.message_id,
+          endpoint_id: r.endpoint_id,
+          tenant_id: d.tenant_id,
+          event_type: d.event_type,
+          // The attempt this claim starts (the update below counts it).
+          attempts: d.attempts + 1,
+          first_headers: d.first_headers,
+          replay_of: d.replay_of,
+          ordering_key: d.ordering_key,
+          payload: d.payload,
+          url: r.url,
+          secret: r.secret,
+          previous_secret: r.previous_secret,
+          previous_secret_expires_at: r.previous_secret_expires_at,
+          endpoint_healthy: r.endpoint_healthy,
+          send_at: slot === null ? null : Math.floor((slot + pacedSendDelayUs(r.rate_interval_us!)) / 1000),
+        });
         claimed++;
       }
       const paced = r.rate_interval_us !== null && claimed > 0;
@@ -125,18 +165,6 @@ async function claimFromSome(
        FROM ${t} WHERE endpoint_queues.endpoint_id = t.item_endpoint`,
       [JSON.stringify(settled), o.ceiling],
     );
-    if (taken.length === 0) return none;
-    const attempts = await tx.all<ClaimedAttempt>(
-      `SELECT d.id, d.message_id, d.endpoint_id, d.tenant_id, d.event_type, d.attempts, d.first_headers,
-         d.replay_of, d.ordering_key, m.payload, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
-         (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy
-       FROM json_each($1) j
-       JOIN deliveries d ON d.id = j.value
-       JOIN messages m ON m.id = d.message_id
-       JOIN endpoints e ON e.id = d.endpoint_id`,
-      [ids],
-    );
-    for (const a of attempts) a.send_at = sendAt.get(a.id) ?? null;
     return { attempts, endpoints: ready.length };
   });
 }

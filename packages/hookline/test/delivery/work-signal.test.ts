@@ -17,6 +17,17 @@ describe.runIf(STORE_KINDS.includes('postgres'))('WorkSignal on PostgreSQL', () 
     for (const fn of cleanup.splice(0).reverse()) await fn().catch(() => {});
   });
 
+  /** A plain connection listening on the channel: every payload sent on it, from any process. */
+  async function hearAll(): Promise<{ raw: pg.Client; payloads: string[] }> {
+    const raw = new pg.Client({ connectionString: PG_URL });
+    await raw.connect();
+    cleanup.push(() => raw.end());
+    const payloads: string[] = [];
+    raw.on('notification', (n) => payloads.push(n.payload ?? ''));
+    await raw.query('LISTEN hookline_work');
+    return { raw, payloads };
+  }
+
   it('wakes the other process with the kind of work, and its own listeners only once', async () => {
     const database = await createTestDatabase('postgres');
     cleanup.push(() => database.drop());
@@ -35,12 +46,7 @@ describe.runIf(STORE_KINDS.includes('postgres'))('WorkSignal on PostgreSQL', () 
     await a.onWake((kind) => wokenA.push(kind));
     await b.onWake((kind) => wokenB.push(kind));
     // Every notification on the channel, to tell a's own from other suites'.
-    const raw = new pg.Client({ connectionString: PG_URL });
-    await raw.connect();
-    cleanup.push(() => raw.end());
-    const payloads: string[] = [];
-    raw.on('notification', (n) => payloads.push(n.payload ?? ''));
-    await raw.query('LISTEN hookline_work');
+    const { raw, payloads } = await hearAll();
 
     a.notify('replay');
     // Its own listeners at once, without a round trip.
@@ -65,12 +71,7 @@ describe.runIf(STORE_KINDS.includes('postgres'))('WorkSignal on PostgreSQL', () 
     const db = database.open();
     cleanup.push(() => db.close());
     const signal = await WorkSignal.create(db, pino({ level: 'silent' }));
-    const raw = new pg.Client({ connectionString: PG_URL });
-    await raw.connect();
-    cleanup.push(() => raw.end());
-    const payloads: string[] = [];
-    raw.on('notification', (n) => payloads.push(n.payload ?? ''));
-    await raw.query('LISTEN hookline_work');
+    const { payloads } = await hearAll();
     signal.notify();
     await signal.close();
     await eventually(() => payloads.includes(`${signal.origin} work`));

@@ -11,7 +11,8 @@ export class PgListener {
 
   constructor(
     private readonly config: pg.ClientConfig,
-    private readonly channel: string,
+    /** The channel's name, asked for at each (re)connection: finding it may take a query. */
+    private readonly channel: () => Promise<string>,
     private readonly onNotify: (payload: string) => void,
     private readonly log: ListenerLog,
   ) {}
@@ -29,7 +30,7 @@ export class PgListener {
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${this.channel}`);
+      await client.query(`LISTEN ${client.escapeIdentifier(await this.channel())}`);
     } catch (err) {
       this.log.warn({ err }, 'could not LISTEN; workers fall back to polling');
       this.client = null;

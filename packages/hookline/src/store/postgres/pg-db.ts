@@ -121,14 +121,31 @@ export class PgDb implements Db {
   private readonly q: Queryable;
   readonly notifications: Notifications = {
     notify: async (channel, payload) => {
-      await this.pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
+      await this.pool.query('SELECT pg_notify($1, $2)', [await this.scoped(channel), payload]);
     },
     listen: async (channel, onNotify, log) => {
-      const listener = new PgListener(this.pool.options, channel, onNotify, log);
+      const listener = new PgListener(this.pool.options, () => this.scoped(channel), onNotify, log);
       await listener.start();
       return () => listener.close();
     },
   };
+
+  private schema: Promise<string> | null = null;
+
+  /**
+   * A channel of this installation's own: notifications reach every session of the database, and
+   * installations in other schemas would wake each other's workers for nothing. In the public
+   * schema the name is kept as it is (`hookline_work`), so processes of earlier versions still hear
+   * and are heard.
+   */
+  private async scoped(channel: string): Promise<string> {
+    this.schema ??= this.one<{ schema: string }>('SELECT current_schema() AS schema').then(
+      (r) => r?.schema ?? 'public',
+    );
+    this.schema.catch(() => (this.schema = null));
+    const schema = await this.schema;
+    return schema === 'public' ? channel : `${channel}:${schema}`;
+  }
 
   constructor(options: PgDbOptions) {
     // Startup parameters, not SET statements: no round trip, and values in the URL win (pg merges the

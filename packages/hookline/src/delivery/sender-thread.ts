@@ -93,10 +93,13 @@ export class SenderThread implements Sending {
 
   private thread(): Worker {
     if (this.worker) return this.worker;
-    const data: ThreadData = { hooklineSender: true, senderOptions: this.options };
     const booted = takeBootedSenderThread();
-    const worker = booted ?? new Worker(new URL(import.meta.url), { workerData: data });
     if (booted) booted.postMessage({ type: 'options', senderOptions: this.options } satisfies ToThread);
+    const worker =
+      booted ??
+      new Worker(new URL(import.meta.url), {
+        workerData: { hooklineSender: true, senderOptions: this.options } satisfies ThreadData,
+      });
     let started!: () => void;
     this.ready = new Promise((resolve) => (started = resolve));
     worker.on('message', (results: FromThread) => {

@@ -3,12 +3,17 @@
 // work it is; the sender's listeners are woken once, when it sends, not again by its own
 // notification; an installation in another schema hears nothing; and a signal closed before its
 // debounce ran out still sends.
-import pg from 'pg';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkSignal, type WakeKind } from '../../src/delivery/work-signal.js';
 import { eventually } from '../helpers/receiver.js';
-import { PG_URL, STORE_KINDS, createTestDatabase, type TestDatabase } from '../helpers/stores.js';
+import {
+  STORE_KINDS,
+  createTestDatabase,
+  listenForWakeUps,
+  type TestDatabase,
+  type WakeUpListener,
+} from '../helpers/stores.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -35,22 +40,18 @@ describe.runIf(STORE_KINDS.includes('postgres'))('WorkSignal on PostgreSQL', () 
     return { signal, woken };
   }
 
-  /** A plain connection listening on an installation's channel: every payload sent on it. */
-  async function hearAll(database: TestDatabase): Promise<{ raw: pg.Client; payloads: string[] }> {
-    const raw = new pg.Client({ connectionString: PG_URL });
-    await raw.connect();
-    cleanup.push(() => raw.end());
-    const payloads: string[] = [];
-    raw.on('notification', (n) => payloads.push(n.payload ?? ''));
-    await raw.query(`LISTEN ${raw.escapeIdentifier(`hookline_work:${database.schema}`)}`);
-    return { raw, payloads };
+  /** Every payload sent on an installation's channel. */
+  async function hearAll(database: TestDatabase): Promise<WakeUpListener> {
+    const listener = await listenForWakeUps(database);
+    cleanup.push(() => listener.close());
+    return listener;
   }
 
   it('wakes the other process with the kind of work, and its own listeners only once', async () => {
     const database = await installation();
     const a = await signalOn(database);
     const b = await signalOn(database);
-    const { raw, payloads } = await hearAll(database);
+    const { client, channel, payloads } = await hearAll(database);
 
     a.signal.notify('replay');
     // Its own listeners at once, without a round trip.
@@ -63,7 +64,7 @@ describe.runIf(STORE_KINDS.includes('postgres'))('WorkSignal on PostgreSQL', () 
     expect(b.woken).toEqual(['replay']);
 
     // Notifications without a payload (a process of an earlier version) still wake, for work.
-    await raw.query('SELECT pg_notify($1, $2)', [`hookline_work:${database.schema}`, '']);
+    await client.query('SELECT pg_notify($1, $2)', [channel, '']);
     await eventually(() => a.woken.length === 2 && b.woken.length === 2);
     expect([a.woken[1], b.woken[1]]).toEqual(['work', 'work']);
   });

@@ -91,3 +91,23 @@ export async function createTestDatabase(kind: StoreKind): Promise<TestDatabase>
     },
   };
 }
+
+/** A plain connection listening on a PostgreSQL installation's wake-up channel (delivery/work-signal.ts). */
+export interface WakeUpListener {
+  /** The channel's name: outside the public schema it carries the schema (store/postgres/pg-db.ts). */
+  channel: string;
+  /** Every payload heard, in order, from any process of the installation. */
+  payloads: string[];
+  client: pg.Client;
+  close(): Promise<void>;
+}
+
+export async function listenForWakeUps(database: TestDatabase): Promise<WakeUpListener> {
+  const channel = `hookline_work:${database.schema}`;
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  const payloads: string[] = [];
+  client.on('notification', (n) => payloads.push(n.payload ?? ''));
+  await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+  return { channel, payloads, client, close: () => client.end() };
+}

@@ -3,12 +3,11 @@
 // thread re-sent each wake-up it got from the API thread, and the API thread's LISTEN passed that
 // one back to the thread: one emit started ~150 notifications a second for as long as the process
 // ran, each waking the thread's claims, fan-out and replay runner.
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { postJson, runCli, startProcess } from '../helpers/process.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { testEnv } from '../helpers/service.js';
-import { PG_URL, STORE_KINDS, createTestDatabase } from '../helpers/stores.js';
+import { STORE_KINDS, createTestDatabase, listenForWakeUps } from '../helpers/stores.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -36,13 +35,9 @@ describe.runIf(STORE_KINDS.includes('postgres'))('wake-ups on PostgreSQL', () =>
     });
     expect(created.status).toBe(201);
 
-    const listener = new pg.Client({ connectionString: PG_URL });
-    await listener.connect();
-    cleanup.push(() => listener.end());
-    // The installation's own channel: outside the public schema, its name carries the schema.
-    const heard: string[] = [];
-    listener.on('notification', (n) => heard.push(n.payload ?? ''));
-    await listener.query(`LISTEN ${listener.escapeIdentifier(`hookline_work:${database.schema}`)}`);
+    const listener = await listenForWakeUps(database);
+    cleanup.push(() => listener.close());
+    const heard = listener.payloads;
 
     const emitted = await postJson(serve.address, '/v1/events', producerKey, {
       tenant_id: 'acme',

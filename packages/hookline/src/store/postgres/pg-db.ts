@@ -139,10 +139,13 @@ export class PgDb implements Db {
    * and are heard.
    */
   private async scoped(channel: string): Promise<string> {
-    this.schema ??= this.one<{ schema: string }>('SELECT current_schema() AS schema').then(
-      (r) => r?.schema ?? 'public',
-    );
-    this.schema.catch(() => (this.schema = null));
+    if (!this.schema) {
+      this.schema = this.one<{ schema: string }>('SELECT current_schema() AS schema').then(
+        (r) => r?.schema ?? 'public',
+      );
+      // Not kept when it failed: the next notification or reconnection asks again.
+      this.schema.catch(() => (this.schema = null));
+    }
     const schema = await this.schema;
     return schema === 'public' ? channel : `${channel}:${schema}`;
   }

@@ -79,9 +79,7 @@ async function claimFromSome(
        WHERE q.ready_at <= $1 ORDER BY q.ready_at LIMIT $3`,
       [o.now, o.ceiling, Math.min(o.limit, ENDPOINTS_PER_CLAIM)],
     );
-    const none = { attempts: [], endpoints: ready.length };
-    if (ready.length === 0) return none;
-    const taken: string[] = [];
+    if (ready.length === 0) return { attempts: [], endpoints: 0 };
     const attempts: ClaimedAttempt[] = [];
     const settled: {
       item_endpoint: string;
@@ -93,7 +91,7 @@ async function claimFromSome(
     const nowUs = o.now * 1000;
     for (const r of ready) {
       const rate = rateRoom(r, nowUs);
-      const room = Math.max(0, Math.min(r.room, rate.room, o.limit - taken.length));
+      const room = Math.max(0, Math.min(r.room, rate.room, o.limit - attempts.length));
       // One row past the room: what is left tells the queue its next due time. The rows come with
       // what their attempts need, so no second read of the claimed deliveries follows.
       const rows = await tx.all<Pending>(
@@ -106,7 +104,6 @@ async function claimFromSome(
       let claimed = 0;
       while (claimed < room && claimed < rows.length && rows[claimed]!.next_attempt_at <= o.now) {
         const d = rows[claimed]!;
-        taken.push(d.id);
         const slot = r.rate_interval_us === null ? null : rate.from + claimed * r.rate_interval_us;
         attempts.push({
           id: d.id,
@@ -139,12 +136,11 @@ async function claimFromSome(
         item_throttled: tat === null ? null : Math.ceil((tat - r.rate_tolerance_us!) / 1000),
       });
     }
-    const ids = JSON.stringify(taken);
-    if (taken.length > 0) {
+    if (attempts.length > 0) {
       await tx.run(
         `UPDATE deliveries SET status = 'delivering', attempts = attempts + 1, lease_expires_at = $2, updated_at = $3
          WHERE id IN (SELECT value FROM json_each($1)) AND status = 'pending'`,
-        [ids, o.leaseUntil, o.now],
+        [JSON.stringify(attempts.map((a) => a.id)), o.leaseUntil, o.now],
       );
     }
     const t = jsonRecords('sqlite', 1, {

@@ -14,6 +14,7 @@ import {
   type SendResult,
   type SenderOptions,
   type Sending,
+  undiciAgent,
 } from './sender.js';
 
 /** A batch of attempts, flattened: id, url, headers, body for each; `options` to a booted thread first. */
@@ -161,6 +162,8 @@ if (!isMainThread && parentPort && threadData?.hooklineSender) {
   const port = parentPort;
   if (threadData.senderOptions) runThread(port, threadData.senderOptions);
   else {
+    // A booted thread loads the HTTP client while it waits, not after its options arrive.
+    undiciAgent();
     port.once('message', (m: ToThread) => {
       if (m.type === 'options') runThread(port, m.senderOptions);
     });

@@ -9,10 +9,16 @@ import { parseRetryAfter } from './backoff.js';
 
 /**
  * undici's Agent alone. The package's entry point loads all of undici (fetch, WebSocket, caches,
- * mocks): ~130 ms of every worker's start, of ~250 ms, where the Agent takes ~30. The same class as
- * the package exports (test/delivery/sender.test.ts checks it, so an upgrade that moves it fails there).
+ * mocks): ~130 ms of every worker's start, of ~250 ms, where the Agent takes ~30. Loaded by the first
+ * Sender, so a worker's main thread, whose attempts go from its sender thread, loads none of undici.
+ * The same class as the package exports (test/delivery/sender.test.ts checks it, so an upgrade that
+ * moves it fails there).
  */
-export const Agent = createRequire(import.meta.url)('undici/lib/dispatcher/agent.js') as typeof AgentType;
+export function undiciAgent(): typeof AgentType {
+  loadedAgent ??= createRequire(import.meta.url)('undici/lib/dispatcher/agent.js') as typeof AgentType;
+  return loadedAgent;
+}
+let loadedAgent: typeof AgentType | undefined;
 type Agent = AgentType;
 
 export const RESPONSE_BODY_CAP_BYTES = 4 * 1024;
@@ -142,7 +148,7 @@ export class Sender implements Sending {
   private readonly deadlines = new Deadlines();
 
   constructor(private readonly options: SenderOptions) {
-    this.agent = new Agent({
+    this.agent = new (undiciAgent())({
       keepAliveTimeout: 30_000,
       connections: options.connectionsPerOrigin ?? 16,
       headersTimeout: options.timeoutMs,

@@ -1,4 +1,13 @@
-import ipaddr from 'ipaddr.js';
+import { createRequire } from 'node:module';
+import type { IPv4, IPv6 } from 'ipaddr.js';
+import type ipaddrModule from 'ipaddr.js';
+
+/**
+ * Required, not imported: an `import` of this CommonJS package has Node scan its 1,100 lines for
+ * export names, and the scan gets hot enough to be compiled by the optimising compiler, which cost
+ * each process and sender thread ~50 ms of CPU at start-up (docs/architecture.md, "Sending").
+ */
+const ipaddr = createRequire(import.meta.url)('ipaddr.js') as typeof ipaddrModule;
 
 /** Why an address is refused as a webhook destination; shown to API users in messages. */
 export type BlockReason =
@@ -42,7 +51,7 @@ const IPV6_REASONS: Readonly<Record<string, BlockReason>> = {
 const GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR('2000::/3');
 const NAT64_WELL_KNOWN = ipaddr.IPv6.parseCIDR('64:ff9b::/96');
 
-function ipv4Reason(addr: ipaddr.IPv4): BlockReason | null {
+function ipv4Reason(addr: IPv4): BlockReason | null {
   const range = addr.range();
   if (range === 'unicast') return null;
   // Everything else ipaddr knows (documentation, benchmarking, 240/4, AS112, AMT…) is no place
@@ -50,7 +59,7 @@ function ipv4Reason(addr: ipaddr.IPv4): BlockReason | null {
   return IPV4_REASONS[range] ?? 'reserved';
 }
 
-function ipv4FromParts(high: number, low: number): ipaddr.IPv4 {
+function ipv4FromParts(high: number, low: number): IPv4 {
   return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
 }
 
@@ -59,7 +68,7 @@ function ipv4FromParts(high: number, low: number): ipaddr.IPv4 {
  * to it can end up at that IPv4 host: mapped (::ffff:0:0/96), SIIT (::ffff:0:0:0/96), NAT64
  * well-known prefix (64:ff9b::/96) and 6to4 (2002::/16).
  */
-function embeddedIpv4(addr: ipaddr.IPv6): ipaddr.IPv4 | null {
+function embeddedIpv4(addr: IPv6): IPv4 | null {
   const p = addr.parts;
   const range = addr.range();
   if (range === 'ipv4Mapped' || range === 'rfc6145' || addr.match(NAT64_WELL_KNOWN)) {
@@ -69,7 +78,7 @@ function embeddedIpv4(addr: ipaddr.IPv6): ipaddr.IPv4 | null {
   return null;
 }
 
-function ipv6Reason(addr: ipaddr.IPv6): BlockReason | null {
+function ipv6Reason(addr: IPv6): BlockReason | null {
   const embedded = embeddedIpv4(addr);
   if (embedded) return ipv4Reason(embedded);
   const range = addr.range();

@@ -27,6 +27,17 @@ export async function runCli(args: string[], env: Record<string, string>, cwd?: 
   }
 }
 
+/** `hookline keys create`, once per role: a tenant key for `acme` and a producer key. */
+export async function createApiKeys(
+  env: Record<string, string>,
+): Promise<{ tenantKey: string; producerKey: string }> {
+  const tenantKey = (
+    await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)
+  ).stdout.trim();
+  const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
+  return { tenantKey, producerKey };
+}
+
 /** POST a JSON body with a bearer key to a running hookline process (`address` as it logged it). */
 export function postJson(address: string, path: string, key: string, body: unknown): Promise<Response> {
   return fetch(`${address}${path}`, {

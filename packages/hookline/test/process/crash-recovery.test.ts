@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startEventStream, tally } from '../helpers/event-stream.js';
 import { startReceiver, eventually, type Receiver } from '../helpers/receiver.js';
 import { testEnv } from '../helpers/service.js';
-import { postJson, runCli, startProcess, type RunningProcess } from '../helpers/process.js';
+import { createApiKeys, postJson, startProcess, type RunningProcess } from '../helpers/process.js';
 import { STORE_KINDS, createTestDatabase, type TestDatabase } from '../helpers/stores.js';
 
 describe.each(STORE_KINDS)('crash recovery on %s', (kind) => {
@@ -19,10 +19,7 @@ describe.each(STORE_KINDS)('crash recovery on %s', (kind) => {
     cleanup.push(() => database.drop());
     const env = testEnv(database, { HOOKLINE_DELIVERY_TIMEOUT_MS: '1000', HOOKLINE_LOG_LEVEL: 'info' });
 
-    const tenantKey = (
-      await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)
-    ).stdout.trim();
-    const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
+    const { tenantKey, producerKey } = await createApiKeys(env);
     expect(tenantKey).toMatch(/^hk_t_/);
 
     // The first request hangs (the worker is killed while waiting); later ones succeed.
@@ -85,10 +82,7 @@ describe.each(STORE_KINDS)('API killed during ingest on %s', (kind) => {
     const database = await createTestDatabase(kind);
     cleanup.push(() => database.drop());
     const env = testEnv(database, { HOOKLINE_MAX_RETRIES: '20' });
-    const tenantKey = (
-      await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)
-    ).stdout.trim();
-    const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
+    const { tenantKey, producerKey } = await createApiKeys(env);
     const receiver = await startReceiver(() => ({ status: 200 }));
     cleanup.push(() => receiver.close());
 

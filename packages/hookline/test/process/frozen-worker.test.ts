@@ -7,7 +7,7 @@ import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEventStream, tally } from '../helpers/event-stream.js';
 import { eventually, startReceiver } from '../helpers/receiver.js';
-import { postJson, runCli, startProcess, type RunningProcess } from '../helpers/process.js';
+import { createApiKeys, postJson, startProcess, type RunningProcess } from '../helpers/process.js';
 import { testEnv } from '../helpers/service.js';
 import { STORE_KINDS, createTestDatabase } from '../helpers/stores.js';
 
@@ -52,10 +52,7 @@ describe.runIf(STORE_KINDS.includes('postgres') && process.platform === 'linux')
         HOOKLINE_DELIVERY_TIMEOUT_MS: String(DELIVERY_TIMEOUT_MS),
         HOOKLINE_MAX_RETRIES: '20',
       });
-      const tenantKey = (
-        await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)
-      ).stdout.trim();
-      const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
+      const { tenantKey, producerKey } = await createApiKeys(env);
       // A little latency, so each worker always has attempts in flight.
       const receiver = await startReceiver(() => ({ status: 200, delayMs: 200 }));
       cleanup.push(() => receiver.close());

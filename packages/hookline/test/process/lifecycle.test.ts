@@ -1,7 +1,7 @@
 // Process roles as an operator runs them: `serve` (delivery in its own thread), `serve --no-worker` and
 // `worker`, their health routes, and a clean exit on SIGTERM.
 import { afterEach, describe, expect, it } from 'vitest';
-import { postJson, runCli, startProcess, type RunningProcess } from '../helpers/process.js';
+import { createApiKeys, postJson, startProcess, type RunningProcess } from '../helpers/process.js';
 import { eventually, startReceiver } from '../helpers/receiver.js';
 import { testEnv } from '../helpers/service.js';
 import { STORE_KINDS, createTestDatabase } from '../helpers/stores.js';
@@ -35,10 +35,7 @@ describe.each(STORE_KINDS)('process roles on %s', (kind) => {
     const env = testEnv(database);
     const receiver = await startReceiver();
     cleanup.push(() => receiver.close());
-    const tenantKey = (
-      await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)
-    ).stdout.trim();
-    const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
+    const { tenantKey, producerKey } = await createApiKeys(env);
     const serve: RunningProcess = await startProcess(['serve'], env);
     cleanup.push(() => serve.kill('SIGKILL'));
     const post = (path: string, key: string, body: unknown) => postJson(serve.address, path, key, body);

@@ -4,7 +4,7 @@
 // every one-second window (docs/contract.md §4.1, §6).
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, startReceiver } from '../helpers/receiver.js';
-import { postJson, runCli, startProcess, type RunningProcess } from '../helpers/process.js';
+import { createApiKeys, postJson, startProcess, type RunningProcess } from '../helpers/process.js';
 import { testEnv } from '../helpers/service.js';
 import { STORE_KINDS, createTestDatabase } from '../helpers/stores.js';
 import {
@@ -35,10 +35,7 @@ describe.runIf(STORE_KINDS.includes('postgres'))(
         HOOKLINE_RETRY_MAX_MS: '50',
         ...env,
       });
-      const tenantKey = (
-        await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], fullEnv)
-      ).stdout.trim();
-      const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], fullEnv)).stdout.trim();
+      const { tenantKey, producerKey } = await createApiKeys(fullEnv);
       const api: RunningProcess = await startProcess(['serve', '--no-worker'], fullEnv);
       cleanup.push(() => api.kill());
       const post = async (path: string, key: string, body: unknown) => {

@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEventStream, tally } from '../helpers/event-stream.js';
 import { PRIVATE_POSTGRES, startPrivatePostgres } from '../helpers/private-postgres.js';
-import { postJson, runCli, startProcess, type RunningProcess } from '../helpers/process.js';
+import { createApiKeys, postJson, startProcess, type RunningProcess } from '../helpers/process.js';
 import { eventually, startReceiver } from '../helpers/receiver.js';
 import { testEnv } from '../helpers/service.js';
 import type { TestDatabase } from '../helpers/stores.js';
@@ -27,10 +27,7 @@ describe.runIf(PRIVATE_POSTGRES)('PostgreSQL restarted under a running service',
     const cluster = await startPrivatePostgres();
     cleanup.push(() => cluster.destroy());
     const env = testEnv({ url: cluster.url } as TestDatabase, { HOOKLINE_MAX_RETRIES: '20' });
-    const tenantKey = (
-      await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)
-    ).stdout.trim();
-    const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
+    const { tenantKey, producerKey } = await createApiKeys(env);
     const receiver = await startReceiver(() => ({ status: 200, delayMs: 5 }));
     cleanup.push(() => receiver.close());
 

@@ -3,7 +3,7 @@
 // arrives at least once, none is lost, none is left `delivering`, duplicates stay rare.
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
-import { postJson, runCli, startProcess, type RunningProcess } from '../helpers/process.js';
+import { createApiKeys, postJson, startProcess, type RunningProcess } from '../helpers/process.js';
 import { testEnv } from '../helpers/service.js';
 import { STORE_KINDS, createTestDatabase } from '../helpers/stores.js';
 
@@ -29,10 +29,7 @@ describe.runIf(STORE_KINDS.includes('postgres'))('scale-out on PostgreSQL', () =
       HOOKLINE_LOG_LEVEL: 'info',
       HOOKLINE_WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
     });
-    const tenantKey = (
-      await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)
-    ).stdout.trim();
-    const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
+    const { tenantKey, producerKey } = await createApiKeys(env);
 
     const receivers: Receiver[] = [];
     for (let i = 0; i < SUBSCRIBERS; i++) {

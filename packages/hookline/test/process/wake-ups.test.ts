@@ -4,7 +4,7 @@
 // one back to the thread: one emit started ~150 notifications a second for as long as the process
 // ran, each waking the thread's claims, fan-out and replay runner.
 import { afterEach, describe, expect, it } from 'vitest';
-import { postJson, runCli, startProcess } from '../helpers/process.js';
+import { createApiKeys, postJson, startProcess } from '../helpers/process.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { testEnv } from '../helpers/service.js';
 import { STORE_KINDS, createTestDatabase, listenForWakeUps } from '../helpers/stores.js';
@@ -21,10 +21,7 @@ describe.runIf(STORE_KINDS.includes('postgres'))('wake-ups on PostgreSQL', () =>
     const database = await createTestDatabase('postgres');
     cleanup.push(() => database.drop());
     const env = testEnv(database);
-    const tenantKey = (
-      await runCli(['keys', 'create', '--role', 'tenant', '--tenant', 'acme'], env)
-    ).stdout.trim();
-    const producerKey = (await runCli(['keys', 'create', '--role', 'producer'], env)).stdout.trim();
+    const { tenantKey, producerKey } = await createApiKeys(env);
     const receiver = await startReceiver(() => ({ status: 204 }));
     cleanup.push(() => receiver.close());
     const serve = await startProcess(['serve'], env);

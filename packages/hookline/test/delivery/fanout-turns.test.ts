@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EMIT_FANOUT_ENDPOINTS } from '../../src/delivery/fanout.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
+import { countAwaitingFanout } from '../../src/store/messages.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
@@ -32,10 +33,7 @@ describe.each(STORE_KINDS)('fan-out of a backlog on %s', (kind) => {
       t.service.emitter.emit({ tenantId: 'acme', type: 'user.updated', data: { i } }),
     );
     await Promise.all(emits);
-    const awaiting = () =>
-      t.service.ctx.db
-        .one<{ n: number }>('SELECT COUNT(*) AS n FROM messages WHERE fanned_out_at IS NULL')
-        .then((r) => Number(r!.n));
+    const awaiting = () => countAwaitingFanout(t.service.ctx.db);
     expect(await awaiting()).toBe(BACKLOG);
 
     // Read as soon as the first delivery arrives: how much of the backlog still waits for fan-out.

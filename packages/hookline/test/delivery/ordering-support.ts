@@ -3,6 +3,7 @@
 // random and answer slowly, and the check that each key's deliveries first succeeded in emit order at
 // every subscriber (docs/contract.md §6); and the one-second-window count the rate-limit suites share.
 import { expect } from 'vitest';
+import type { Queryable } from '../../src/store/db.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 
 /** A small seeded generator, so a failure is reproducible from its seed. */
@@ -117,4 +118,48 @@ export function deliveredCount(sub: OrderedSubscriber): number {
   let n = sub.unkeyedSuccesses;
   for (const list of sub.firstSuccesses.values()) n += list.length;
   return n;
+}
+
+/**
+ * Waits until every subscriber has `total` first successes. It fails as soon as none arrives for
+ * `stallMs` (well inside the test's time-out), with what the store holds: the unfinished deliveries
+ * and the endpoints' queue rows, so a stall says why it stalled.
+ */
+export async function waitForDeliveries(
+  db: Queryable,
+  subs: readonly OrderedSubscriber[],
+  total: number,
+  stallMs = 15_000,
+): Promise<void> {
+  const count = () => subs.reduce((n, s) => n + deliveredCount(s), 0);
+  let seen = count();
+  let progressAt = Date.now();
+  while (count() < total * subs.length) {
+    if (count() > seen) {
+      seen = count();
+      progressAt = Date.now();
+    } else if (Date.now() - progressAt > stallMs) {
+      throw new Error(
+        `no delivery for ${stallMs} ms at ${seen} of ${total * subs.length}; now=${Date.now()}\n` +
+          (await describeQueues(db)),
+      );
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function describeQueues(db: Queryable): Promise<string> {
+  // The heads: every unfinished delivery not held behind another (held ones are only counted).
+  const heads = await db.all(
+    `SELECT id, endpoint_id, status, attempts, ordering_key, ordering_seq, next_attempt_at,
+       lease_expires_at, updated_at
+     FROM deliveries WHERE status NOT IN ('succeeded', 'cancelled', 'held')
+     ORDER BY endpoint_id, ordering_key, ordering_seq LIMIT 60`,
+  );
+  const held = await db.all(
+    "SELECT endpoint_id, COUNT(*) AS n FROM deliveries WHERE status = 'held' GROUP BY endpoint_id",
+  );
+  const queues = await db.all('SELECT * FROM endpoint_queues ORDER BY endpoint_id');
+  const unfanned = await db.one('SELECT COUNT(*) AS n FROM messages WHERE fanned_out_at IS NULL');
+  return JSON.stringify({ heads, held, queues, unfanned });
 }

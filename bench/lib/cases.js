@@ -19,6 +19,7 @@ export function scale(quick) {
         ingestMs: 1500,
         pacedMs: 2000,
         backlog: 20_000,
+        backlogWarmup: 2000,
         fanoutMs: 3000,
         memoryEvents: 10_000,
         budgetMs: 8000,
@@ -33,6 +34,7 @@ export function scale(quick) {
         ingestMs: 5000,
         pacedMs: 5000,
         backlog: 100_000,
+        backlogWarmup: 5000,
         fanoutMs: 10_000,
         memoryEvents: 100_000,
         budgetMs: 30_000,
@@ -288,13 +290,11 @@ async function ingestHalfCase(ctx) {
  * is queued deliveries, not messages still to fan out (the worker delivers while it fans out); the
  * limit is then lifted and the rate taken between the 100th and the 900th delivery after that.
  *
- * The worker first delivers BACKLOG_WARMUP events at full speed. Without that, both windows caught a
+ * The worker first delivers `backlogWarmup` events at full speed. Without that, both windows caught a
  * worker whose hot code had only ever run once a second: the rate after the 900th delivery was about
  * twice that of the window, and the ratio spread 0.67-1.31 over three runs of the same build
  * (bench/RESULTS.md, "Session of run N"). Warm, the ratio compares the backlogs, as it should.
  */
-const BACKLOG_WARMUP = 5000;
-
 async function backlogCase(ctx) {
   const metrics = {};
   const notes = {};
@@ -316,8 +316,9 @@ async function backlogCase(ctx) {
           });
           if (res.status !== 200) throw new Error(`PATCH rate_limit answered ${res.status}`);
         };
-        await emitBacklog(ctx, hl, BACKLOG_WARMUP);
-        const warm = await awaitDeliveries(sub, BACKLOG_WARMUP, now(), limitsOf(ctx));
+        const warmup = ctx.scale.backlogWarmup;
+        await emitBacklog(ctx, hl, warmup);
+        const warm = await awaitDeliveries(sub, warmup, now(), limitsOf(ctx));
         if (!warm.done) throw new Error('backlog: the warm-up was not delivered');
         const warmAt = now();
         await setRateLimit(1);
@@ -339,7 +340,7 @@ async function backlogCase(ctx) {
         metrics[`backlog.${name}`] = r.done ? (800 / (r.at - t100)) * 1000 : NaN;
         notes[`backlog.${name}`] = [
           shortfall(ctx, r, before + 900),
-          `released ${fmt((start - warmAt) / 1000, 1)} s after ${fmt(BACKLOG_WARMUP)} warm-up deliveries`,
+          `released ${fmt((start - warmAt) / 1000, 1)} s after ${fmt(warmup)} warm-up deliveries`,
         ]
           .filter(Boolean)
           .join('; ');

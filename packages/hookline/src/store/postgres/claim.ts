@@ -14,8 +14,10 @@ const PACE_FROM = `GREATEST(COALESCE(q.rate_tat_us, 0), $5 - LEAST(${PACED_SEND_
 const CLAIM = `
 WITH ready AS (
   -- Locked rows are read at their latest version; the deliveries below are read in the statement's
-  -- snapshot. If the queue row changed in between (a retry or a fan-out committed just then), the
-  -- deliveries read may miss rows it counted: \`changed\` keeps its next due time as a lower bound.
+  -- snapshot. If a transaction committed a change to the queue row in between (a retry, a fan-out, or
+  -- a line advanced: that one leaves \`queued\` and \`next_due_at\` as they were), the deliveries read
+  -- may miss rows it made due: \`changed\`, told by the row's version, keeps its next due time as a
+  -- lower bound (docs/architecture.md, "Claiming").
   -- Room: the adaptive limit's, and a rate limit's (docs/architecture.md, "Rate limits"): as many
   -- attempts as fit before the pace runs more than its tolerance ahead of now ($5, in microseconds).
   SELECT q.endpoint_id, q.next_due_at AS latest_due, q.rate_interval_us, q.rate_tolerance_us,
@@ -25,8 +27,8 @@ WITH ready AS (
       WHEN $5 + q.rate_tolerance_us < ${PACE_FROM} THEN 0
       ELSE ($5 + q.rate_tolerance_us - ${PACE_FROM}) / q.rate_interval_us + 1
     END) AS room,
-    (SELECT s.queued IS DISTINCT FROM q.queued OR s.next_due_at IS DISTINCT FROM q.next_due_at
-     FROM endpoint_queues s WHERE s.endpoint_id = q.endpoint_id) AS changed
+    (SELECT s.xmin FROM endpoint_queues s WHERE s.endpoint_id = q.endpoint_id) IS DISTINCT FROM q.xmin
+      AS changed
   FROM endpoint_queues q
   WHERE q.ready_at <= $1
   ORDER BY q.ready_at

@@ -10,6 +10,7 @@ import {
   claimDeliveries,
   reapExpiredLeases,
   reconcileInFlight,
+  reconcileNextDue,
   releaseDeliveries,
   sweepDeletedEndpoints,
   type ClaimedAttempt,
@@ -201,6 +202,11 @@ export class DeliveryWorker {
           this.claimWake.fire();
         }
         if ((await db.transaction((tx) => reconcileInFlight(tx))) > 0) this.claimWake.fire();
+        const repaired = await db.transaction((tx) => reconcileNextDue(tx));
+        if (repaired > 0) {
+          this.ctx.logger.warn({ queues: repaired }, 'restored the next due time of endpoint queues');
+          this.claimWake.fire();
+        }
         await db.transaction((tx) => sweepDeletedEndpoints(tx, now));
       } catch (err) {
         this.ctx.logger.error({ err }, 'lease reaper failed');

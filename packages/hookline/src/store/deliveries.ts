@@ -556,6 +556,32 @@ export async function reconcileInFlight(q: Queryable): Promise<number> {
   );
 }
 
+/** The earliest due time of a queue's pending deliveries, one probe of deliveries_pending_by_endpoint. */
+const EARLIEST_PENDING = `(SELECT MIN(d.next_attempt_at) FROM deliveries d
+  WHERE d.endpoint_id = endpoint_queues.endpoint_id AND d.status = 'pending')`;
+/** Where a queue's next due time is missing or later than its earliest pending delivery. */
+const NEXT_DUE_TOO_LATE = `${EARLIEST_PENDING} < COALESCE(next_due_at, 9223372036854775807)`;
+
+/**
+ * Brings each active queue's next due time back to its earliest pending delivery where it is later or
+ * missing. The transitions keep it a lower bound; this is the safety net that a bug cannot leave a
+ * due delivery where no claim looks (a claim once cleared it while a line advanced on PostgreSQL:
+ * test/store/claim-races.test.ts). One probe of the due index per queue with something queued.
+ */
+export async function reconcileNextDue(q: Queryable): Promise<number> {
+  const locked = await q.all<{ endpoint_id: string }>(
+    `SELECT endpoint_id FROM endpoint_queues WHERE active = 1 AND queued > 0 AND ${NEXT_DUE_TOO_LATE}
+     ORDER BY endpoint_id ${forUpdate(q.dialect, true)}`,
+  );
+  if (locked.length === 0) return 0;
+  // Read again under the locks: a claim may have moved it since.
+  return q.run(
+    `UPDATE endpoint_queues SET next_due_at = ${EARLIEST_PENDING}
+     WHERE endpoint_id IN (${placeholders(locked.length)}) AND ${NEXT_DUE_TOO_LATE}`,
+    locked.map((r) => r.endpoint_id),
+  );
+}
+
 /** Cancels what waits for a deleted endpoint, attempts in flight included; its queue is emptied. */
 export async function cancelForEndpoint(q: Queryable, endpointId: string, now: number): Promise<number> {
   await lockQueues(q, [endpointId]);

@@ -7,6 +7,7 @@ import type { Db } from '../../src/store/db.js';
 import {
   completeDeliveries,
   reconcileInFlight,
+  reconcileNextDue,
   releaseDeliveries,
   type ClaimedAttempt,
 } from '../../src/store/deliveries.js';
@@ -293,6 +294,42 @@ describe.each(STORE_KINDS)('endpoint queues on %s', (kind) => {
       expect(await queueOf(db, 'ep-a')).toMatchObject({ in_flight: 8, ready_at: null });
       // Otherwise the endpoint would be given 8 more attempts on top of the 8 still out.
       expect(await claimAt(db, T0, 100)).toEqual([]);
+    });
+  });
+
+  describe('reconcileNextDue', () => {
+    it('restores a next due time lost while deliveries wait, so claims find them again', async () => {
+      const { db } = store;
+      await addEndpoint(db, 'ep-a');
+      await addDeliveries(db, 'ep-a', [T0 - 1000, T0 - 500, T0 + 5000]);
+      await db.run(`UPDATE endpoint_queues SET next_due_at = NULL WHERE endpoint_id = 'ep-a'`);
+      expect(await claimAt(db, T0, 100)).toEqual([]);
+
+      expect(await db.transaction((tx) => reconcileNextDue(tx))).toBe(1);
+      expect(await queueOf(db, 'ep-a')).toMatchObject({ next_due_at: T0 - 1000, ready_at: T0 - 1000 });
+      expect(await claimAt(db, T0, 100)).toHaveLength(2);
+      // Later than the earliest pending delivery (the one not due yet) is wrong too.
+      await db.run(`UPDATE endpoint_queues SET next_due_at = $1 WHERE endpoint_id = 'ep-a'`, [T0 + 9000]);
+      expect(await db.transaction((tx) => reconcileNextDue(tx))).toBe(1);
+      expect(await queueOf(db, 'ep-a')).toMatchObject({ next_due_at: T0 + 5000 });
+      expect(await db.transaction((tx) => reconcileNextDue(tx))).toBe(0);
+    });
+
+    it('leaves alone a lower bound, a line waiting behind its head, and a disabled endpoint', async () => {
+      const { db } = store;
+      for (const id of ['ep-low', 'ep-line', 'ep-off']) await addEndpoint(db, id);
+      await addDeliveries(db, 'ep-line', dueTimes(2), 'd', ['k', 'k']);
+      expect(await claimAt(db, T0, 100)).toHaveLength(1);
+      expect(await queueOf(db, 'ep-line')).toMatchObject({ queued: 1, next_due_at: null });
+      await addDeliveries(db, 'ep-low', dueTimes(2));
+      await db.run(`UPDATE endpoint_queues SET next_due_at = $1 WHERE endpoint_id = 'ep-low'`, [T0 - 9000]);
+      await addDeliveries(db, 'ep-off', dueTimes(2));
+      await setQueueActive(db, 'ep-off', false, T0);
+      await db.run(`UPDATE endpoint_queues SET next_due_at = NULL WHERE endpoint_id = 'ep-off'`);
+
+      expect(await db.transaction((tx) => reconcileNextDue(tx))).toBe(0);
+      expect(await queueOf(db, 'ep-low')).toMatchObject({ queued: 2, next_due_at: T0 - 9000 });
+      expect(await queueOf(db, 'ep-off')).toMatchObject({ active: 0, next_due_at: null });
     });
   });
 

@@ -4,6 +4,7 @@
 // every subscriber (docs/contract.md §6); and the one-second-window count the rate-limit suites share.
 import { expect } from 'vitest';
 import type { Queryable } from '../../src/store/db.js';
+import { countAwaitingFanout } from '../../src/store/messages.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 
 /** A small seeded generator, so a failure is reproducible from its seed. */
@@ -134,9 +135,10 @@ export async function waitForDeliveries(
   const count = () => subs.reduce((n, s) => n + deliveredCount(s), 0);
   let seen = count();
   let progressAt = Date.now();
-  while (count() < total * subs.length) {
-    if (count() > seen) {
-      seen = count();
+  while (seen < total * subs.length) {
+    const delivered = count();
+    if (delivered > seen) {
+      seen = delivered;
       progressAt = Date.now();
     } else if (Date.now() - progressAt > stallMs) {
       throw new Error(
@@ -160,6 +162,6 @@ async function describeQueues(db: Queryable): Promise<string> {
     "SELECT endpoint_id, COUNT(*) AS n FROM deliveries WHERE status = 'held' GROUP BY endpoint_id",
   );
   const queues = await db.all('SELECT * FROM endpoint_queues ORDER BY endpoint_id');
-  const unfanned = await db.one('SELECT COUNT(*) AS n FROM messages WHERE fanned_out_at IS NULL');
+  const unfanned = await countAwaitingFanout(db);
   return JSON.stringify({ heads, held, queues, unfanned });
 }

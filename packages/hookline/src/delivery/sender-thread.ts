@@ -1,7 +1,6 @@
 // The webhook HTTP client run in a thread of its own (docs/architecture.md, "Sending"). A worker's
-// main thread claims, decrypts, signs and records outcomes; the HTTP work of its attempts (undici's
-// request and answer handling, the socket writes) was about a third of that thread's CPU, and it was
-// the thread's limit. Here the attempts of one turn of the event loop cross to the sender thread in
+// main thread claims, decrypts, signs and records outcomes; the HTTP work of its attempts (requests,
+// answers, the socket writes) was about a third of that thread's CPU, and it was the thread's limit. Here the attempts of one turn of the event loop cross to the sender thread in
 // one message and their results come back, one message per turn there, so a crossing costs a few
 // microseconds per attempt. This file is both sides: the handle the worker uses, and (run as the
 // thread) the loop inside. It must run compiled: a thread cannot load the TypeScript sources.
@@ -14,7 +13,6 @@ import {
   type SendResult,
   type SenderOptions,
   type Sending,
-  undiciAgent,
 } from './sender.js';
 
 /** A batch of attempts, flattened: id, url, headers, body for each; `options` to a booted thread first. */
@@ -162,8 +160,6 @@ if (!isMainThread && parentPort && threadData?.hooklineSender) {
   const port = parentPort;
   if (threadData.senderOptions) runThread(port, threadData.senderOptions);
   else {
-    // A booted thread loads the HTTP client while it waits, not after its options arrive.
-    undiciAgent();
     port.once('message', (m: ToThread) => {
       if (m.type === 'options') runThread(port, m.senderOptions);
     });

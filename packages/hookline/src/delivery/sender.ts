@@ -1,25 +1,11 @@
-// The webhook HTTP client. It protects hookline from its subscribers: private addresses are refused
-// inside DNS resolution (so it connects only to the address it checked), redirects are not followed,
-// the whole attempt has one deadline, and at most a few KiB of any answer is read.
-import { createRequire } from 'node:module';
+// A webhook attempt. It protects hookline from its subscribers: private addresses are refused inside
+// DNS resolution (so it connects only to the address it checked), redirects are not followed, the
+// whole attempt has one deadline, and at most a few KiB of any answer is read. The HTTP exchange
+// itself is delivery/http1-client.ts.
 import { rootCertificates } from 'node:tls';
-import type { Agent as AgentType, Dispatcher } from 'undici';
 import { assertHostAllowed, createGuardedLookup } from '../net/index.js';
 import { parseRetryAfter } from './backoff.js';
-
-/**
- * undici's Agent alone. The package's entry point loads all of undici (fetch, WebSocket, caches,
- * mocks): ~130 ms of every worker's start, of ~250 ms, where the Agent takes ~30. Loaded by the first
- * Sender, so a worker's main thread, whose attempts go from its sender thread, loads none of undici.
- * The same class as the package exports (test/delivery/sender.test.ts checks it, so an upgrade that
- * moves it fails there).
- */
-export function undiciAgent(): typeof AgentType {
-  loadedAgent ??= createRequire(import.meta.url)('undici/lib/dispatcher/agent.js') as typeof AgentType;
-  return loadedAgent;
-}
-let loadedAgent: typeof AgentType | undefined;
-type Agent = AgentType;
+import { Http1Client, type Http1Exchange } from './http1-client.js';
 
 export const RESPONSE_BODY_CAP_BYTES = 4 * 1024;
 const ERROR_TEXT_CAP = 1024;
@@ -141,27 +127,21 @@ class Deadlines {
 }
 
 class TimedOut extends Error {}
-class BodyCapReached extends Error {}
+
+/** How long a connection to a subscriber is kept open unused. */
+const IDLE_CONNECTION_MS = 30_000;
 
 export class Sender implements Sending {
-  private readonly agent: Agent;
+  private readonly client: Http1Client;
   private readonly deadlines = new Deadlines();
 
   constructor(private readonly options: SenderOptions) {
-    this.agent = new (undiciAgent())({
-      keepAliveTimeout: 30_000,
-      connections: options.connectionsPerOrigin ?? 16,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-      connect: {
-        timeout: options.timeoutMs,
-        lookup: createGuardedLookup(options.allowPrivateNetworks),
-        // Explicit, so NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment cannot turn certificate
-        // checks off; no endpoint setting can either (docs/security.md).
-        rejectUnauthorized: true,
-        // A `ca` replaces Node's roots, so they are passed along with the extra ones.
-        ...(options.extraCaCertificates ? { ca: [...rootCertificates, options.extraCaCertificates] } : {}),
-      },
+    this.client = new Http1Client({
+      connectionsPerOrigin: options.connectionsPerOrigin ?? 16,
+      idleTimeoutMs: IDLE_CONNECTION_MS,
+      lookup: createGuardedLookup(options.allowPrivateNetworks),
+      // A `ca` replaces Node's roots, so they are passed along with the extra ones.
+      ...(options.extraCaCertificates ? { ca: [...rootCertificates, options.extraCaCertificates] } : {}),
     });
   }
 
@@ -170,19 +150,16 @@ export class Sender implements Sending {
   }
 
   /**
-   * One attempt: a POST through undici's dispatcher with a minimal handler (no response stream, no
-   * per-attempt timer or abort signal: docs/architecture.md, "Sending").
+   * One attempt: a POST, its answer's status, Retry-After and the start of its body. No per-attempt
+   * timer or abort signal: the attempt's deadline is an entry in one FIFO (docs/architecture.md,
+   * "Sending").
    */
   send(req: SendRequest, cancel?: AbortSignal, now: () => number = Date.now): Promise<SendResult> {
     const started = performance.now();
     const { timeoutMs, allowPrivateNetworks } = this.options;
     return new Promise<SendResult>((resolve) => {
+      let exchange: Http1Exchange | null = null;
       let settled = false;
-      let controller: Dispatcher.DispatchController | null = null;
-      let status = 0;
-      let retryAfter: string | string[] | undefined;
-      const chunks: Buffer[] = [];
-      let size = 0;
       const finish = (partial: Omit<SendResult, 'durationMs'>) => {
         if (settled) return;
         settled = true;
@@ -191,72 +168,38 @@ export class Sender implements Sending {
         resolve({ ...partial, durationMs: performance.now() - started });
       };
       const failed = (error: string) => finish({ ok: false, status: null, error, retryAfterMs: null });
-      const answered = () => {
-        const text = Buffer.concat(chunks).subarray(0, RESPONSE_BODY_CAP_BYTES).toString('utf8');
-        if (status >= 200 && status < 300)
-          return finish({ ok: true, status, error: null, retryAfterMs: null });
-        const redirect = status >= 300 && status < 400 ? ' (redirects are not followed)' : '';
-        finish({
-          ok: false,
-          status,
-          error: `HTTP ${status}${redirect}${text ? `: ${text.slice(0, ERROR_TEXT_CAP)}` : ''}`,
-          retryAfterMs:
-            status === 429 || status === 503
-              ? parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, now())
-              : null,
-        });
-      };
-      const stop = (reason: Error) => {
-        if (controller && !controller.aborted) controller.abort(reason);
-      };
       const deadline = this.deadlines.add(started + timeoutMs, () => {
         failed(`timed out after ${timeoutMs} ms`);
-        stop(new TimedOut());
+        exchange?.abort(new TimedOut());
       });
       const onCancel = () => {
         failed('attempt cancelled');
-        stop(new Error('attempt cancelled'));
+        exchange?.abort(new Error('attempt cancelled'));
       };
       if (cancel?.aborted) return onCancel();
       cancel?.addEventListener('abort', onCancel, { once: true });
-      let url: URL;
       try {
-        url = new URL(req.url);
+        const url = new URL(req.url);
         // Node does not run `lookup` for IP literals, so those are checked here.
         if (!allowPrivateNetworks) assertHostAllowed(url.hostname);
+        exchange = this.client.post(url, req.headers, req.body, RESPONSE_BODY_CAP_BYTES, (err, answer) => {
+          if (err) return failed(describe(err, timeoutMs));
+          const status = answer!.status;
+          if (status >= 200 && status < 300)
+            return finish({ ok: true, status, error: null, retryAfterMs: null });
+          const text = answer!.body.toString('utf8');
+          const redirect = status >= 300 && status < 400 ? ' (redirects are not followed)' : '';
+          finish({
+            ok: false,
+            status,
+            error: `HTTP ${status}${redirect}${text ? `: ${text.slice(0, ERROR_TEXT_CAP)}` : ''}`,
+            retryAfterMs:
+              status === 429 || status === 503 ? parseRetryAfter(answer!.retryAfter, now()) : null,
+          });
+        });
       } catch (err) {
         return failed(describe(err, timeoutMs));
       }
-      this.agent.dispatch(
-        {
-          origin: url.origin,
-          path: `${url.pathname}${url.search}`,
-          method: 'POST',
-          headers: req.headers,
-          body: req.body,
-        },
-        {
-          onRequestStart: (c) => {
-            controller = c;
-            if (settled) c.abort(new Error('attempt already ended'));
-          },
-          onResponseStart: (_c, statusCode, headers) => {
-            status = statusCode;
-            retryAfter = headers['retry-after'];
-          },
-          onResponseData: (c, chunk) => {
-            chunks.push(chunk);
-            size += chunk.length;
-            // Enough of the answer: the rest of a huge one is never read.
-            if (size >= RESPONSE_BODY_CAP_BYTES) c.abort(new BodyCapReached());
-          },
-          onResponseEnd: () => answered(),
-          onResponseError: (_c, err) => {
-            if (err instanceof BodyCapReached) answered();
-            else failed(describe(err, timeoutMs));
-          },
-        },
-      );
     });
   }
 
@@ -265,8 +208,9 @@ export class Sender implements Sending {
     this.deadlines.expireAll();
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.deadlines.expireAll();
-    await this.agent.close();
+    this.client.close();
+    return Promise.resolve();
   }
 }

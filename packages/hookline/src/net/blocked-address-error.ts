@@ -4,7 +4,7 @@ export const BLOCKED_ADDRESS_ERROR_CODE = 'ERR_HOOKLINE_BLOCKED_ADDRESS';
 
 /**
  * Raised at connect time when a delivery would reach a non-public address. It carries a Node
- * style `code` so it travels through net/http/undici like any other connect error and the
+ * style `code` so it travels through net, tls and http like any other connect error and the
  * sender can tell a policy refusal from a subscriber that is merely down.
  */
 export class BlockedAddressError extends Error {

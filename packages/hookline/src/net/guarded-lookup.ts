@@ -18,7 +18,7 @@ function toRecords(result: string | LookupAddress[], family: number | undefined)
 }
 
 /**
- * A `lookup` for net.connect / http.request / undici's `connect` option that refuses to hand
+ * A `lookup` for net.connect / tls.connect / http.request that refuses to hand
  * out non-public addresses (docs/contract.md §3), in the style of Svix's resolver-level filtering.
  * Checking here, on the very addresses the socket is about to dial, closes the DNS-rebinding
  * gap that a check at endpoint-creation time leaves open.

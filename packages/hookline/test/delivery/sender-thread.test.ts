@@ -150,25 +150,6 @@ describe('SenderThread', () => {
     expect(fine).toMatchObject({ ok: true, status: 204 });
   });
 
-  it("a worker's main thread, whose attempts go to its sender thread, loads none of undici", async () => {
-    const dist = (file: string) => JSON.stringify(new URL(`../../dist/${file}`, import.meta.url).href);
-    // Whether any undici module is loaded: before a Sender exists, and (so the check can fail) after.
-    const child = spawn(process.execPath, [
-      '-e',
-      `const loaded = () => Object.keys(require('node:module')._cache).some((f) => f.includes('/undici/'));
-       import(${dist('delivery/worker.js')}).then(async () => {
-         const before = loaded();
-         const { Sender } = await import(${dist('delivery/sender.js')});
-         new Sender({ timeoutMs: 1000, allowPrivateNetworks: true });
-         console.log(JSON.stringify({ before, after: loaded() }));
-       });`,
-    ]);
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk));
-    await new Promise((resolve) => child.once('exit', resolve));
-    expect(JSON.parse(out)).toEqual({ before: false, after: true });
-  });
-
   it('a booted thread that nothing adopts does not keep its process alive', async () => {
     const boot = new URL('../../dist/delivery/sender-thread-boot.js', import.meta.url).href;
     // Not --input-type=module: the thread would inherit the flag, and no file can be loaded with it.

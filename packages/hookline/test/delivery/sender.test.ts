@@ -2,7 +2,7 @@
 // how hookline protects itself from its subscribers (redirects, slow bodies, huge bodies, private
 // addresses).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RESPONSE_BODY_CAP_BYTES, Sender, undiciAgent } from '../../src/delivery/sender.js';
+import { RESPONSE_BODY_CAP_BYTES, Sender } from '../../src/delivery/sender.js';
 import { closedPort, sleep, startRawServer, type RawServer } from './support.js';
 
 const request = (url: string) => ({
@@ -12,10 +12,6 @@ const request = (url: string) => ({
 });
 
 describe('Sender', () => {
-  it("loads undici's Agent alone, and it is the class the package exports", async () => {
-    expect(undiciAgent()).toBe((await import('undici')).Agent);
-  });
-
   let sender: Sender;
   const servers: RawServer[] = [];
   const serve = async (handler: Parameters<typeof startRawServer>[0]) => {

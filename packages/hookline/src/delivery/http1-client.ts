@@ -2,9 +2,10 @@
 // always the same exchange: one POST with a body known in full, and an answer of which hookline needs
 // the status, Retry-After and at most a few KiB of body. This client does that and nothing else, with
 // keep-alive connections per origin: the request goes out in one write, and the answer is parsed in
-// place from the socket's chunks. A general-purpose client (undici) spent ~1.4 × the CPU per attempt
-// (streams of headers and body, a parser in WebAssembly, its dispatch layers), and in a worker that
-// CPU is shared with the database work and the subscriber on the same cores (bench/RESULTS.md).
+// place from the socket's chunks. With a general-purpose client (undici: streams, a parser in
+// WebAssembly, its dispatch layers) a worker's sender thread was busy ~3.5 × as long in a drain, most
+// of it while that code ran cold, on cores it shares with the database work and the subscriber
+// (docs/architecture.md, "Sending").
 //
 // What it does not do, by design: redirects (an attempt never follows one), pipelining, request
 // streaming, HTTP/2, proxies. What it guards against: a head larger than MAX_HEAD_BYTES, a malformed

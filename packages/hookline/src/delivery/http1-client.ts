@@ -91,10 +91,15 @@ interface Target {
 interface Head {
   status: number;
   keepAlive: boolean;
+  /** The server's `Keep-Alive: timeout=` in milliseconds, if it gave one. */
+  keepAliveMs: number | null;
   chunked: boolean;
   length: number | null;
   retryAfter: string | undefined;
 }
+
+/** A connection is dropped this long before the server's announced keep-alive time-out. */
+const KEEP_ALIVE_MARGIN_MS = 1000;
 
 const CRLF = Buffer.from('\r\n');
 const HEAD_END = Buffer.from('\r\n\r\n');
@@ -115,6 +120,7 @@ function parseHead(text: string): Head {
   const head: Head = {
     status: Number(m[2]),
     keepAlive: !http10,
+    keepAliveMs: null,
     chunked: false,
     length: null,
     retryAfter: undefined,
@@ -147,6 +153,11 @@ function parseHead(text: string): Head {
         const tokens = value.toLowerCase();
         if (/(?:^|,)\s*close\s*(?:,|$)/.test(tokens)) head.keepAlive = false;
         else if (http10 && /(?:^|,)\s*keep-alive\s*(?:,|$)/.test(tokens)) head.keepAlive = true;
+        break;
+      }
+      case 'keep-alive': {
+        const timeout = /(?:^|,)\s*timeout\s*=\s*(\d+)/i.exec(value);
+        if (timeout) head.keepAliveMs = Number(timeout[1]) * 1000;
         break;
       }
       case 'retry-after':
@@ -189,6 +200,8 @@ class Connection {
   private bodySize = 0;
   private idleTimer: NodeJS.Timeout | null = null;
   private closed = false;
+  /** The server's keep-alive time-out, as its last answer gave it. */
+  private serverKeepAliveMs: number | null = null;
 
   constructor(
     private readonly origin: Origin,
@@ -230,6 +243,17 @@ class Connection {
     this.body = [];
     this.bodySize = 0;
     this.socket.write(exchange.request);
+  }
+
+  /**
+   * How long this connection may stay idle: `limitMs`, or less if the server said it keeps idle
+   * connections for less (`Keep-Alive: timeout=`), with a margin, so a request is not sent just as the
+   * server closes the connection (then it would be sent once more; see lost).
+   */
+  idleMsWithin(limitMs: number): number {
+    return this.serverKeepAliveMs === null
+      ? limitMs
+      : Math.min(limitMs, this.serverKeepAliveMs - KEEP_ALIVE_MARGIN_MS);
   }
 
   idle(timeoutMs: number): void {
@@ -372,6 +396,7 @@ class Connection {
   /** The answer is complete at `at` in `data`. */
   private complete(data: Buffer, at: number): void {
     const reusable = this.head!.keepAlive && at === data.length;
+    this.serverKeepAliveMs = this.head!.keepAliveMs ?? this.serverKeepAliveMs;
     this.answer();
     if (reusable) this.origin.release(this);
     else this.destroy();
@@ -413,14 +438,16 @@ class Connection {
     this.socket.destroy();
     const exchange = this.exchange;
     this.exchange = null;
-    this.origin.closed(this);
-    if (!exchange || exchange.done) return;
-    if (this.reused && !this.answered && !exchange.resent) {
+    if (exchange && !exchange.done && this.reused && !this.answered && !exchange.resent) {
       exchange.resent = true;
       exchange.conn = null;
+      // Queued first, so it takes the slot this connection frees (closed, next) if none is idle.
       this.origin.submit(exchange);
+      this.origin.closed(this);
       return;
     }
+    this.origin.closed(this);
+    if (!exchange || exchange.done) return;
     exchange.finish(
       err ?? new Http1Error('ECONNRESET', 'the subscriber closed the connection before answering'),
     );
@@ -437,6 +464,8 @@ class Origin {
   constructor(
     private readonly target: Target,
     private readonly options: Http1ClientOptions,
+    /** Called when the origin has no connection and nothing waiting: the client forgets it. */
+    private readonly onEmpty: (origin: Origin) => void,
   ) {}
 
   submit(exchange: Http1Exchange): void {
@@ -453,8 +482,10 @@ class Origin {
   release(conn: Connection): void {
     const next = this.nextWaiting();
     if (next) return conn.start(next, true);
+    const idleMs = conn.idleMsWithin(this.options.idleTimeoutMs);
+    if (idleMs <= 0) return conn.destroy();
     this.idle.push(conn);
-    conn.idle(this.options.idleTimeoutMs);
+    conn.idle(idleMs);
   }
 
   closed(conn: Connection): void {
@@ -463,6 +494,8 @@ class Origin {
     if (i >= 0) this.idle.splice(i, 1);
     const next = this.nextWaiting();
     if (next) this.submit(next);
+    // A worker may attempt thousands of endpoints' origins over its life: one that is done with goes.
+    else if (this.open === 0) this.onEmpty(this);
   }
 
   private nextWaiting(): Http1Exchange | undefined {
@@ -517,7 +550,8 @@ export class Http1Client {
   }
 
   private originOf(url: URL): Origin {
-    let origin = this.origins.get(url.origin);
+    const key = url.origin;
+    let origin = this.origins.get(key);
     if (!origin) {
       const secure = url.protocol === 'https:';
       const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
@@ -529,10 +563,18 @@ export class Http1Client {
           servername: net.isIP(host) === 0 ? host : undefined,
         },
         this.options,
+        (done) => {
+          if (this.origins.get(key) === done) this.origins.delete(key);
+        },
       );
-      this.origins.set(url.origin, origin);
+      this.origins.set(key, origin);
     }
     return origin;
+  }
+
+  /** Origins with a connection open or an exchange waiting (the others are forgotten). */
+  get originsInUse(): number {
+    return this.origins.size;
   }
 
   /** Closes the idle connections; exchanges under way are the caller's to abort. */

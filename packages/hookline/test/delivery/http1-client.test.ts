@@ -211,9 +211,11 @@ describe('Http1Client', () => {
       if (seen.connection === 1 && seen.onConnection === 2) socket.destroy();
       else socket.write('HTTP/1.1 204 No Content\r\n\r\n');
     });
-    const c = client();
+    const c = client({ connectionsPerOrigin: 1 });
     await post(c, server.url);
     expect((await post(c, server.url)).status).toBe(204);
+    // Sent again within its origin, which still holds the new connection.
+    expect(c.originsInUse).toBe(1);
     expect(server.requests.map((r) => [r.connection, r.onConnection])).toEqual([
       [1, 1],
       [1, 2],
@@ -268,6 +270,36 @@ describe('Http1Client', () => {
     });
     await post(client({ idleTimeoutMs: 50 }), server.url);
     await expect.poll(() => closed, { timeout: 5000 }).toBe(1);
+  });
+
+  it("closes an idle connection before the server's announced keep-alive time-out ends", async () => {
+    // timeout=1: within the margin, so the connection is not kept at all.
+    const server = await scripted((socket) =>
+      socket.write('HTTP/1.1 204 No Content\r\nkeep-alive: timeout=1\r\n\r\n'),
+    );
+    const c = client();
+    await post(c, server.url);
+    await post(c, server.url);
+    expect(server.connections).toBe(2);
+    // A longer one leaves the connection to be reused.
+    const lasting = await scripted((socket) =>
+      socket.write('HTTP/1.1 204 No Content\r\nkeep-alive: timeout=60\r\n\r\n'),
+    );
+    await post(c, lasting.url);
+    await post(c, lasting.url);
+    expect(lasting.connections).toBe(1);
+  });
+
+  it('forgets an origin once it has no connection left', async () => {
+    const server = await scripted((socket) =>
+      socket.end('HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n'),
+    );
+    const c = client();
+    await post(c, server.url);
+    await expect.poll(() => c.originsInUse).toBe(0);
+    const kept = await scripted((socket) => socket.write('HTTP/1.1 204 No Content\r\n\r\n'));
+    await post(c, kept.url);
+    expect(c.originsInUse).toBe(1);
   });
 
   describe('with node:http', () => {

@@ -322,10 +322,7 @@ class Connection {
           break;
         }
         case Stage.Length: {
-          const n = Math.min(this.remaining, data.length - at);
-          this.take(data.subarray(at, at + n));
-          at += n;
-          this.remaining -= n;
+          at = this.takeRemaining(data, at);
           if (this.remaining === 0) return this.complete(data, at);
           if (this.bodySize >= this.exchange.bodyCap) return this.enough();
           return;
@@ -352,10 +349,7 @@ class Connection {
           break;
         }
         case Stage.ChunkData: {
-          const n = Math.min(this.remaining, data.length - at);
-          this.take(data.subarray(at, at + n));
-          at += n;
-          this.remaining -= n;
+          at = this.takeRemaining(data, at);
           if (this.bodySize >= this.exchange.bodyCap) return this.enough();
           if (this.remaining > 0) return;
           this.stage = Stage.ChunkDataEnd;
@@ -382,6 +376,14 @@ class Connection {
       data = data.subarray(at);
       at = 0;
     }
+  }
+
+  /** Takes what `data` holds from `at` of the `remaining` bytes of a length or chunk; returns the new `at`. */
+  private takeRemaining(data: Buffer, at: number): number {
+    const n = Math.min(this.remaining, data.length - at);
+    this.take(data.subarray(at, at + n));
+    this.remaining -= n;
+    return at + n;
   }
 
   private take(part: Buffer): void {

@@ -292,14 +292,13 @@ class Connection {
       switch (this.stage) {
         case Stage.Head: {
           const end = data.indexOf(HEAD_END, at);
+          // The head so far, whether or not its end has arrived.
+          if ((end < 0 ? data.length : end) - at > MAX_HEAD_BYTES)
+            throw new Http1Error('HPE_HEADER_OVERFLOW', `answer head larger than ${MAX_HEAD_BYTES} bytes`);
           if (end < 0) {
-            if (data.length - at > MAX_HEAD_BYTES)
-              throw new Http1Error('HPE_HEADER_OVERFLOW', `answer head larger than ${MAX_HEAD_BYTES} bytes`);
             this.pending = data.subarray(at);
             return;
           }
-          if (end - at > MAX_HEAD_BYTES)
-            throw new Http1Error('HPE_HEADER_OVERFLOW', `answer head larger than ${MAX_HEAD_BYTES} bytes`);
           const head = parseHead(data.toString('latin1', at, end));
           at = end + 4;
           if (head.status < 200) {
@@ -422,9 +421,9 @@ class Connection {
   }
 
   private onEnd(): void {
-    // The server finished sending: an answer read until close is complete now.
+    // The server finished sending: an answer read until close is complete now. (The socket, not
+    // half-open, then ends and closes by itself.)
     if (this.exchange && this.stage === Stage.UntilClose) this.answer();
-    this.socket.end();
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { Queryable } from './db.js';
+import { limitParam, type Queryable } from './db.js';
 
 export const ROLES = ['tenant', 'producer', 'instance_manager'] as const;
 export type Role = (typeof ROLES)[number];
@@ -27,10 +27,10 @@ export async function findApiKeyByHash(q: Queryable, keyHash: string): Promise<A
 }
 
 export async function listApiKeys(q: Queryable, limit: number, before: string | null): Promise<ApiKeyRow[]> {
-  return q.all<ApiKeyRow>(`SELECT * FROM api_keys WHERE ($1 = '' OR id < $1) ORDER BY id DESC LIMIT $2`, [
-    before ?? '',
-    limit,
-  ]);
+  return q.all<ApiKeyRow>(
+    `SELECT * FROM api_keys WHERE ($1 = '' OR id < $1) ORDER BY id DESC ${limitParam(2)}`,
+    [before ?? '', limit],
+  );
 }
 
 export async function revokeApiKey(q: Queryable, id: string, now: number): Promise<ApiKeyRow | undefined> {

@@ -1,4 +1,4 @@
-import type { Queryable } from './db.js';
+import { limitParam, type Queryable } from './db.js';
 
 export interface AuditEntry {
   id: string;
@@ -27,8 +27,8 @@ export async function appendAudit(q: Queryable, entry: AuditEntry): Promise<void
 }
 
 export async function listAudit(q: Queryable, limit: number, before: string | null): Promise<AuditEntry[]> {
-  return q.all<AuditEntry>(`SELECT * FROM audit_log WHERE ($1 = '' OR id < $1) ORDER BY id DESC LIMIT $2`, [
-    before ?? '',
-    limit,
-  ]);
+  return q.all<AuditEntry>(
+    `SELECT * FROM audit_log WHERE ($1 = '' OR id < $1) ORDER BY id DESC ${limitParam(2)}`,
+    [before ?? '', limit],
+  );
 }

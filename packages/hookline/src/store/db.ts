@@ -48,6 +48,16 @@ export function placeholders(count: number, first = 1): string {
   return Array.from({ length: count }, (_, i) => `$${first + i}`).join(', ');
 }
 
+/**
+ * `LIMIT` to the value of parameter `$n`. SQLite (3.46 on) plans a bound LIMIT for the value it is
+ * bound to, so each new binding makes the statement prepare itself again: ~35 µs a run, more than the
+ * read itself. Cast, the value is read when the statement runs and the prepared plan is kept
+ * (docs/architecture.md, "Prepared plans").
+ */
+export function limitParam(n: number): string {
+  return `LIMIT CAST($${n} AS INTEGER)`;
+}
+
 /** A subquery yielding the strings of the JSON array passed as parameter `$n`. */
 export function jsonTextArray(dialect: Dialect, n: number): string {
   return dialect === 'postgres'

@@ -1,4 +1,4 @@
-import { blobFromHex, jsonRecords, placeholders, type Queryable, type SqlValue } from './db.js';
+import { blobFromHex, jsonRecords, limitParam, placeholders, type Queryable, type SqlValue } from './db.js';
 
 export interface DeadLetterRow {
   id: string;
@@ -122,7 +122,7 @@ export async function listDeadLetters(
     sql += ` AND dl.id < $${params.length}`;
   }
   params.push(limit);
-  return q.all<DeadLetterSummary>(`${sql} ORDER BY dl.id DESC LIMIT $${params.length}`, params);
+  return q.all<DeadLetterSummary>(`${sql} ORDER BY dl.id DESC ${limitParam(params.length)}`, params);
 }
 
 export async function getDeadLetter(
@@ -170,7 +170,7 @@ export async function replayCandidates(
      LEFT JOIN deliveries r ON r.id = dl.replay_delivery_id
      LEFT JOIN endpoints e ON e.id = dl.endpoint_id
      WHERE ${filtered} AND dl.id > $${n - 2} AND dl.id <= $${n - 1}
-     ORDER BY dl.id LIMIT $${n}`,
+     ORDER BY dl.id ${limitParam(n)}`,
     params,
   );
 }

@@ -7,6 +7,7 @@ import {
   blobFromHex,
   forUpdate,
   jsonRecords,
+  limitParam,
   notIndexed,
   placeholders,
   type Db,
@@ -510,7 +511,7 @@ export async function reapExpiredLeases(
 ): Promise<number> {
   const expired = await q.all<FencedRow & { attempts: number }>(
     `SELECT id, endpoint_id, attempts FROM deliveries WHERE status = 'delivering' AND lease_expires_at < $1
-     ORDER BY lease_expires_at LIMIT $2`,
+     ORDER BY lease_expires_at ${limitParam(2)}`,
     [now, limit],
   );
   if (expired.length === 0) return 0;

@@ -1,4 +1,4 @@
-import { greatest, least, placeholders, type Queryable } from './db.js';
+import { greatest, least, limitParam, placeholders, type Queryable } from './db.js';
 
 export const ENDPOINT_STATUSES = ['active', 'disabled', 'deleted'] as const;
 export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
@@ -93,7 +93,7 @@ export async function listEndpoints(
     `SELECT * FROM endpoints
      WHERE tenant_id = $1 AND ($2 = '' OR id < $2)
        AND (($3 = '' AND status <> 'deleted') OR status = $3)
-     ORDER BY id DESC LIMIT $4`,
+     ORDER BY id DESC ${limitParam(4)}`,
     [tenantId, opts.before ?? '', opts.status ?? '', opts.limit],
   );
 }
@@ -110,7 +110,7 @@ export async function listActiveEndpoints(
 ): Promise<Pick<EndpointRow, 'id' | 'events'>[]> {
   return q.all(
     `SELECT id, events FROM endpoints WHERE tenant_id = $1 AND status = 'active' AND id > $2
-     ORDER BY id LIMIT $3`,
+     ORDER BY id ${limitParam(3)}`,
     [tenantId, afterId, limit],
   );
 }

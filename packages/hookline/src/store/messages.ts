@@ -1,4 +1,12 @@
-import { forUpdate, jsonRecords, jsonTextArray, placeholders, type Queryable, type SqlValue } from './db.js';
+import {
+  forUpdate,
+  jsonRecords,
+  jsonTextArray,
+  limitParam,
+  placeholders,
+  type Queryable,
+  type SqlValue,
+} from './db.js';
 
 export interface MessageRow {
   id: string;
@@ -175,7 +183,7 @@ export async function getPayloads(
 export async function claimForFanout(q: Queryable, limit: number): Promise<FanoutMessage[]> {
   let rows = await q.all<FanoutMessage>(
     `SELECT id, tenant_id, event_type, fanout_cursor, ordering_key, ordering_seq FROM messages
-     WHERE fanned_out_at IS NULL ORDER BY created_at LIMIT $1 ${forUpdate(q.dialect, true)}`,
+     WHERE fanned_out_at IS NULL ORDER BY created_at ${limitParam(1)} ${forUpdate(q.dialect, true)}`,
     [limit],
   );
   if (!rows.some((r) => r.ordering_key !== null)) return rows;
@@ -221,7 +229,7 @@ async function claimEarlierOfKeys(
        AND EXISTS (SELECT 1 FROM ${t} WHERE p.tenant_id = t.item_tenant AND p.ordering_key = t.item_key
          AND p.ordering_seq < t.item_seq)
        AND p.id NOT IN (${jsonTextArray(q.dialect, 2)})
-     ORDER BY p.ordering_seq LIMIT $3 ${forUpdate(q.dialect, true, 'p')}`,
+     ORDER BY p.ordering_seq ${limitParam(3)} ${forUpdate(q.dialect, true, 'p')}`,
     [
       JSON.stringify(
         waiting.map((m) => ({

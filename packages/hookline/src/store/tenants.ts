@@ -1,4 +1,4 @@
-import type { Queryable } from './db.js';
+import { limitParam, type Queryable } from './db.js';
 
 export interface TenantSummary {
   id: string;
@@ -26,7 +26,7 @@ export async function listTenants(
      WHERE ($1 = '' OR t.id > $1)
      GROUP BY t.id, t.created_at
      ORDER BY t.id
-     LIMIT $2`,
+     ${limitParam(2)}`,
     [after ?? '', limit],
   );
 }

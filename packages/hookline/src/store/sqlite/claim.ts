@@ -1,7 +1,7 @@
 // The claim on SQLite: a few statements in one short write transaction (docs/architecture.md,
 // "Claiming"). Statements cost microseconds here, with no round trip, so the per-endpoint reads are a
 // prepared statement in a loop rather than one large query; the writes are set-based like PostgreSQL's.
-import { jsonRecords, least, type Db } from '../db.js';
+import { jsonRecords, least, limitParam, type Db } from '../db.js';
 import { paceLateCreditUs, pacedSendDelayUs } from '../endpoint-queues.js';
 import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
 
@@ -76,7 +76,7 @@ async function claimFromSome(
          e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
          (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy
        FROM endpoint_queues q JOIN endpoints e ON e.id = q.endpoint_id
-       WHERE q.ready_at <= $1 ORDER BY q.ready_at LIMIT $3`,
+       WHERE q.ready_at <= $1 ORDER BY q.ready_at ${limitParam(3)}`,
       [o.now, o.ceiling, Math.min(o.limit, ENDPOINTS_PER_CLAIM)],
     );
     if (ready.length === 0) return { attempts: [], endpoints: 0 };
@@ -98,7 +98,7 @@ async function claimFromSome(
         `SELECT d.id, d.next_attempt_at, d.message_id, d.tenant_id, d.event_type, d.attempts,
            d.first_headers, d.replay_of, d.ordering_key, m.payload
          FROM deliveries d JOIN messages m ON m.id = d.message_id
-         WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at LIMIT $2`,
+         WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at ${limitParam(2)}`,
         [r.endpoint_id, room + 1],
       );
       let claimed = 0;

@@ -19,7 +19,14 @@ describe.each(STORE_KINDS)('process roles on %s', (kind) => {
     cleanup.push(() => worker.kill('SIGKILL'));
     expect((await fetch(`${worker.address}/healthz`)).status).toBe(200);
     expect(await (await fetch(`${worker.address}/readyz`)).json()).toEqual({ status: 'ready' });
-    expect(await (await fetch(`${worker.address}/metrics`)).text()).toContain('hookline_queue_depth');
+    // The process's own figures are registered at the first scrape, and only then (metrics.ts).
+    for (let scrape = 0; scrape < 2; scrape++) {
+      const metrics = await fetch(`${worker.address}/metrics`);
+      expect(metrics.status).toBe(200);
+      const text = await metrics.text();
+      expect(text).toContain('hookline_queue_depth');
+      expect(text).toContain('hookline_process_cpu_seconds_total');
+    }
     const missing = await fetch(`${worker.address}/v1/webhooks`);
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ error: { code: 'not_found' } });

@@ -75,12 +75,16 @@ function shortfall(ctx, r, total) {
   return `no progress for ${fmt(ctx.scale.stallMs / 1000)} s (${fmt(r.count)} of ${fmt(total)} delivered)`;
 }
 
-/** For a timed drain: how long the worker took to its first delivery (start-up), and any shortfall. */
+/**
+ * For a timed drain: how long the worker took to its first delivery (start-up), the rate of the second
+ * half of the deliveries (warm), and any shortfall.
+ */
 function drainNote(ctx, r, total) {
   const first = Number.isFinite(r.firstAfterMs)
     ? `first delivery at +${fmt(r.firstAfterMs / 1000, 2)} s`
     : '';
-  return [first, shortfall(ctx, r, total)].filter(Boolean).join('; ');
+  const warm = Number.isFinite(r.secondHalfRate) ? `second half at ${fmt(r.secondHalfRate)}/s` : '';
+  return [first, warm, shortfall(ctx, r, total)].filter(Boolean).join('; ');
 }
 
 /**

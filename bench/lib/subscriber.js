@@ -23,7 +23,18 @@ export async function startSubscriber({ port, mode = 'ok' }) {
  */
 export async function awaitDeliveries(subscriber, n, start, { stallMs = 60_000, budgetMs = Infinity } = {}) {
   const r = await subscriber.call('waitFor', { n, stallMs, deadline: start + budgetMs });
-  return { ...r, ...deliveryRate(r, start), start, firstAfterMs: r.first === null ? NaN : r.first - start };
+  // The second half's rate, once every process is past its start-up and its code warm: shown beside a
+  // drain's rate, which is timed from the spawn (bench/RESULTS.md, "Session of run P").
+  const half = Math.ceil(n / 2);
+  const halfAt = r.done && n >= 1000 ? await subscriber.call('timeOf', { k: half }) : null;
+  const secondHalfRate = halfAt !== null && r.at > halfAt ? ((n - half) * 1000) / (r.at - halfAt) : NaN;
+  return {
+    ...r,
+    ...deliveryRate(r, start),
+    start,
+    firstAfterMs: r.first === null ? NaN : r.first - start,
+    secondHalfRate,
+  };
 }
 
 function main() {

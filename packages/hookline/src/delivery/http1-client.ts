@@ -532,8 +532,8 @@ export class Http1Client {
     bodyCap: number,
     callback: Http1Callback,
   ): Http1Exchange {
-    const payload = Buffer.from(body, 'utf8');
-    let head = `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-length: ${payload.length}\r\n`;
+    const bodyBytes = Buffer.byteLength(body, 'utf8');
+    let head = `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-length: ${bodyBytes}\r\n`;
     for (const name in headers) {
       const value = headers[name]!;
       // Visible ASCII only: no line breaks that would end the head early or smuggle a header.
@@ -542,9 +542,11 @@ export class Http1Client {
       head += `${name}: ${value}\r\n`;
     }
     head += '\r\n';
-    const request = Buffer.allocUnsafe(Buffer.byteLength(head, 'latin1') + payload.length);
-    const written = request.write(head, 0, 'latin1');
-    payload.copy(request, written);
+    // Head and body encoded straight into the one buffer written, with no copy of the body between.
+    const headBytes = Buffer.byteLength(head, 'latin1');
+    const request = Buffer.allocUnsafe(headBytes + bodyBytes);
+    request.write(head, 0, 'latin1');
+    request.write(body, headBytes, 'utf8');
     const exchange = new Http1Exchange(request, bodyCap, callback);
     this.originOf(url).submit(exchange);
     return exchange;

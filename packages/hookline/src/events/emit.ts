@@ -114,9 +114,16 @@ function validate(input: EmitInput): string {
 
 interface Prepared {
   input: EmitInput;
-  body: string;
   key: string | null;
   fingerprint: string | null;
+  /** The new message's id, made with the emit: its sealed payload is bound to it. */
+  id: string;
+  /**
+   * The body, sealed as the emit arrives, not in the group's transaction: on SQLite that transaction
+   * holds the write lock the delivery thread also needs, and sealing in it was ~40 % of the time the
+   * API held that lock (bench/RESULTS.md, "Session of run Q").
+   */
+  payload: Buffer;
 }
 
 interface Waiting extends Prepared {
@@ -156,7 +163,9 @@ export class Emitter {
                 ordering_key: input.orderingKey ?? undefined,
               }),
             );
-      prepared = { input, body, key, fingerprint };
+      const id = newId('message', this.ctx.clock());
+      const payload = this.ctx.envelope.seal(body, messageAad(id));
+      prepared = { input, key, fingerprint, id, payload };
     } catch (err) {
       return Promise.reject(err);
     }
@@ -204,12 +213,11 @@ export class Emitter {
     let wake: boolean;
     // The new messages' ids, made before the transaction: were its connection lost during COMMIT,
     // they tell whether it committed.
-    const now = this.ctx.clock();
-    const ids = group.map(() => newId('message', now));
+    const ids = group.map((w) => w.id);
     try {
       ({ results, wake } = this.isOneInsert(group)
-        ? await this.writeOneInsert(group, ids, now)
-        : await this.ctx.db.transaction((tx) => this.write(tx, group, ids)));
+        ? await this.writeOneInsert(group, this.ctx.clock())
+        : await this.ctx.db.transaction((tx) => this.write(tx, group)));
     } catch (err) {
       if (isConnectionLoss(err)) return this.afterLostConnection(group, ids, err);
       // One emit spoilt the group (most likely a key another process inserted meanwhile): each goes
@@ -274,10 +282,9 @@ export class Emitter {
    */
   private async writeOneInsert(
     group: readonly Prepared[],
-    ids: readonly string[],
     now: number,
   ): Promise<{ results: (EmitResult | HooklineError)[]; wake: boolean }> {
-    const rows = group.map((p, i) => this.newMessage(p, now, ids[i]));
+    const rows = group.map((p) => this.newMessage(p, now));
     const results = rows.map((r) => ({ id: r.id, replayed: false }));
     const insert = async () => ({
       results,
@@ -296,12 +303,12 @@ export class Emitter {
     }
   }
 
-  private newMessage(p: Prepared, now: number, id = newId('message', now)): MessageRow {
+  private newMessage(p: Prepared, now: number): MessageRow {
     return {
-      id,
+      id: p.id,
       tenant_id: p.input.tenantId,
       event_type: p.input.type,
-      payload: this.ctx.envelope.seal(p.body, messageAad(id)),
+      payload: p.payload,
       idempotency_key: p.key,
       idempotency_fingerprint: p.fingerprint,
       created_at: now,
@@ -339,7 +346,6 @@ export class Emitter {
   private async write(
     tx: Queryable,
     group: readonly Prepared[],
-    ids?: readonly string[],
   ): Promise<{ results: (EmitResult | HooklineError)[]; wake: boolean }> {
     const now = this.ctx.clock();
     const results: (EmitResult | HooklineError)[] = [];
@@ -349,7 +355,7 @@ export class Emitter {
       tx,
       group.flatMap((p) => (p.key === null ? [] : [{ tenantId: p.input.tenantId, key: p.key }])),
     );
-    for (const [i, p] of group.entries()) {
+    for (const p of group) {
       if (p.key !== null) {
         const existing = earlier.get(idempotencyKeyId(p.input.tenantId, p.key));
         if (existing && now - Number(existing.created_at) < IDEMPOTENCY_WINDOW_MS) {
@@ -366,7 +372,7 @@ export class Emitter {
         if (existing) await releaseIdempotencyKey(tx, existing.id);
       }
       if (!this.knownTenants.has(p.input.tenantId)) tenants.add(p.input.tenantId);
-      const row = this.newMessage(p, now, ids?.[i]);
+      const row = this.newMessage(p, now);
       rows.push(row);
       results.push({ id: row.id, replayed: false });
     }

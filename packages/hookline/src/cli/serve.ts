@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { Config } from '../config.js';
+import { sendsFromThread } from '../delivery/sender-thread-boot.js';
 import { startService, type Service } from '../service.js';
 
 function closeOnSignals(service: Service): void {
@@ -46,12 +47,13 @@ export function registerServerCommands(program: Command, config: Config): void {
     .command('worker')
     .description('run delivery workers only (health and metrics on HOOKLINE_WORKER_ADMIN_PORT)')
     .action(async () => {
-      // A worker process sends from a thread of its own; `serve` does not, as its delivery thread would
-      // then take more of the cores its API answers from (docs/architecture.md, "Sending").
+      // A worker process on SQLite sends from a thread of its own; on PostgreSQL it does not, nor does
+      // `serve`, whose delivery thread would then take more of the cores its API answers from
+      // (docs/architecture.md, "Sending").
       const service = await startService(config, {
         api: false,
         worker: true,
-        workerOptions: { senderThread: true },
+        workerOptions: { senderThread: sendsFromThread(config.databaseUrl) },
         listen: true,
       });
       closeOnSignals(service);

@@ -5,6 +5,17 @@ import { Worker } from 'node:worker_threads';
 
 let booted: Worker | null = null;
 
+/**
+ * Whether a worker on this database sends from a thread of its own. On SQLite its main thread runs
+ * the SQL itself, and the HTTP work is better off elsewhere; on PostgreSQL the SQL runs in the server,
+ * the main thread has room for the HTTP work, and each hop to and from a thread costs latency: there
+ * drains ran 5-7 % faster without it (docs/architecture.md, "Sending"). `databaseUrl` as
+ * HOOKLINE_DATABASE_URL gives it: unset or `sqlite:` is SQLite.
+ */
+export function sendsFromThread(databaseUrl: string | undefined): boolean {
+  return !/^postgres(ql)?:\/\//.test(databaseUrl?.trim() ?? '');
+}
+
 /** Spawns a sender thread that waits for its options; the next SenderThread to start adopts it. */
 export function bootSenderThread(): void {
   if (booted) return;

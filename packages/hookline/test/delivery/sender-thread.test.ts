@@ -5,7 +5,11 @@
 import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SenderThread } from '../../dist/delivery/sender-thread.js';
-import { bootSenderThread, takeBootedSenderThread } from '../../dist/delivery/sender-thread-boot.js';
+import {
+  bootSenderThread,
+  sendsFromThread,
+  takeBootedSenderThread,
+} from '../../dist/delivery/sender-thread-boot.js';
 import { closedPort, sleep, startRawServer, type RawServer } from './support.js';
 
 const request = (url: string, body = '{"type":"user.created","data":{"userId":"user_1"}}') => ({
@@ -168,5 +172,13 @@ describe('SenderThread', () => {
       });
     });
     expect(code).toBe(0);
+  });
+
+  it('a worker sends from a thread on SQLite (the default store included), from its main thread on PostgreSQL', () => {
+    expect(sendsFromThread(undefined)).toBe(true);
+    expect(sendsFromThread('')).toBe(true);
+    expect(sendsFromThread('sqlite:./data/hookline.db')).toBe(true);
+    expect(sendsFromThread(' postgres://postgres@127.0.0.1:5432/test')).toBe(false);
+    expect(sendsFromThread('postgresql://postgres@127.0.0.1/test')).toBe(false);
   });
 });

@@ -156,7 +156,7 @@ export const EMIT_FANOUT_BUDGET = fanoutChunk('sqlite');
  * rewritten by a worker's fan-out transaction. Bounded by EMIT_FANOUT_ENDPOINTS and EMIT_FANOUT_BUDGET,
  * so an emit's transaction stays short whatever the subscriptions. On PostgreSQL every message is
  * left to the workers: there each fan-out moves the endpoints' hot queue rows, which workers update
- * 256 deliveries at a time and an API process would update per group of emits. There this is one
+ * up to 1,024 deliveries at a time and an API process would update per group of emits. There this is one
  * statement, the messages' insert, which the emitter runs without a transaction around it
  * (events/emit.ts, isOneInsert).
  */

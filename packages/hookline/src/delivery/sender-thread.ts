@@ -1,6 +1,7 @@
-// The webhook HTTP client run in a thread of its own (docs/architecture.md, "Sending"). A worker's
-// main thread claims, decrypts, signs and records outcomes; the HTTP work of its attempts (requests,
-// answers, the socket writes) was about a third of that thread's CPU, and it was the thread's limit.
+// The webhook HTTP client run in a thread of its own (docs/architecture.md, "Sending"), by a worker on
+// SQLite (sendsFromThread in delivery/sender-thread-boot.ts). A worker's main thread claims, decrypts,
+// signs and records outcomes; the HTTP work of its attempts (requests, answers, the socket writes)
+// was about a third of that thread's CPU, and it was the thread's limit.
 // Here the attempts of one turn of the event loop cross to the sender thread in one message and their
 // results come back, one message per turn there, so a crossing costs a few microseconds per attempt.
 // This file is both sides: the handle the worker uses, and (run as the thread) the loop inside. It

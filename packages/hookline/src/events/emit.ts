@@ -211,15 +211,12 @@ export class Emitter {
   private async writeGroup(group: Waiting[]): Promise<void> {
     let results: (EmitResult | HooklineError)[];
     let wake: boolean;
-    // The new messages' ids, made before the transaction: were its connection lost during COMMIT,
-    // they tell whether it committed.
-    const ids = group.map((w) => w.id);
     try {
       ({ results, wake } = this.isOneInsert(group)
         ? await this.writeOneInsert(group, this.ctx.clock())
         : await this.ctx.db.transaction((tx) => this.write(tx, group)));
     } catch (err) {
-      if (isConnectionLoss(err)) return this.afterLostConnection(group, ids, err);
+      if (isConnectionLoss(err)) return this.afterLostConnection(group, err);
       // One emit spoilt the group (most likely a key another process inserted meanwhile): each goes
       // alone, so only that one fails, or reads the winner's answer.
       if (group.length > 1 || isUniqueViolation(err)) {
@@ -238,14 +235,18 @@ export class Emitter {
 
   /**
    * A group's transaction lost its connection (PostgreSQL). Lost before COMMIT, it was retried and
-   * failed again; lost during COMMIT, it may have committed all the same. Its ids tell: written, the
-   * emits with a new message are answered, and the others (an Idempotency-Key seen before) are asked
-   * again; not written, each emit goes alone in a transaction of its own. Written twice, never.
+   * failed again; lost during COMMIT, it may have committed all the same. Its messages' ids, made as
+   * the emits arrived, tell: written, the emits with a new message are answered, and the others (an
+   * Idempotency-Key seen before) are asked again; not written, each emit goes alone in a transaction
+   * of its own. Written twice, never.
    */
-  private async afterLostConnection(group: Waiting[], ids: readonly string[], err: unknown): Promise<void> {
+  private async afterLostConnection(group: Waiting[], err: unknown): Promise<void> {
     let written: Set<string>;
     try {
-      written = await existingMessageIds(this.ctx.db, ids);
+      written = await existingMessageIds(
+        this.ctx.db,
+        group.map((w) => w.id),
+      );
     } catch {
       for (const w of group) w.reject(err);
       return;
@@ -254,8 +255,8 @@ export class Emitter {
       for (const w of group) this.knownTenants.add(w.input.tenantId);
       this.ctx.signal.notify();
     }
-    for (const [i, w] of group.entries()) {
-      if (written.has(ids[i]!)) w.resolve({ id: ids[i]!, replayed: false });
+    for (const w of group) {
+      if (written.has(w.id)) w.resolve({ id: w.id, replayed: false });
       else await this.writeGroup1(w);
     }
   }

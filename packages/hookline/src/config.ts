@@ -2,6 +2,7 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { isPostgresUrl } from './database-url.js';
 
 export interface Config {
   readonly databaseUrl: string;
@@ -187,7 +188,7 @@ function readDatabaseUrl(env: Env): { databaseUrl: string; dataDir: string | nul
       );
     return { databaseUrl, dataDir: path.dirname(path.resolve(file)) };
   }
-  if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
+  if (isPostgresUrl(databaseUrl)) {
     try {
       new URL(databaseUrl);
     } catch {

@@ -1,7 +1,9 @@
 // The sender thread, started ahead of the worker that will use it (docs/architecture.md, "Sending").
 // `hookline worker` spawns it first thing; the worker's SenderThread adopts it and gives it its
-// options. Nothing else is imported here: the main thread would load it before the thread started.
+// options. Nothing else is imported here (database-url.ts imports nothing): the main thread would
+// load it before the thread started.
 import { Worker } from 'node:worker_threads';
+import { isPostgresUrl } from '../database-url.js';
 
 let booted: Worker | null = null;
 
@@ -13,7 +15,7 @@ let booted: Worker | null = null;
  * HOOKLINE_DATABASE_URL gives it: unset or `sqlite:` is SQLite.
  */
 export function sendsFromThread(databaseUrl: string | undefined): boolean {
-  return !/^postgres(ql)?:\/\//.test(databaseUrl?.trim() ?? '');
+  return !isPostgresUrl(databaseUrl?.trim() ?? '');
 }
 
 /** Spawns a sender thread that waits for its options; the next SenderThread to start adopts it. */

@@ -20,26 +20,29 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * be refused up front rather than delivered in a different shape than the producer sent.
  * The one exception is an object property set to undefined: stringify omits it, which means
  * the same as leaving it out, and in-process producers routinely pass optional fields that way.
+ * Every emit passes through here: the path is spelt out only once something is wrong.
  */
-function findNonJson(value: unknown, path: string, ancestors: Set<object>): string | null {
+function findNonJson(value: unknown, ancestors: Set<object>): string[] | null {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return null;
-  if (typeof value === 'number') return Number.isFinite(value) ? null : path;
-  if (typeof value !== 'object') return path;
-  if (ancestors.has(value)) return path;
+  if (typeof value === 'number') return Number.isFinite(value) ? null : [];
+  if (typeof value !== 'object') return [];
+  if (ancestors.has(value)) return [];
   ancestors.add(value);
   try {
     if (Array.isArray(value)) {
       for (let i = 0; i < value.length; i++) {
-        const bad = findNonJson(value[i], `${path}[${i}]`, ancestors);
-        if (bad !== null) return bad;
+        const bad = findNonJson(value[i], ancestors);
+        if (bad !== null) return [...bad, `[${i}]`];
       }
       return null;
     }
-    if (!isPlainObject(value)) return path;
-    for (const [key, child] of Object.entries(value)) {
+    if (!isPlainObject(value)) return [];
+    for (const key in value) {
+      if (!Object.hasOwn(value, key)) continue;
+      const child = value[key];
       if (child === undefined) continue;
-      const bad = findNonJson(child, `${path}.${key}`, ancestors);
-      if (bad !== null) return bad;
+      const bad = findNonJson(child, ancestors);
+      if (bad !== null) return [...bad, `.${key}`];
     }
     return null;
   } finally {
@@ -64,8 +67,8 @@ function validateUserCreated(data: Record<string, unknown>): string | null {
  */
 export function validateEventData(type: EventType, data: unknown): string | null {
   if (!isPlainObject(data)) return 'data must be a JSON object';
-  const nonJson = findNonJson(data, 'data', new Set());
-  if (nonJson !== null) return `${nonJson} is not a JSON value`;
+  const nonJson = findNonJson(data, new Set());
+  if (nonJson !== null) return `data${nonJson.reverse().join('')} is not a JSON value`;
   if (type === 'user.created') return validateUserCreated(data);
   return null;
 }

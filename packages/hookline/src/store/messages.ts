@@ -56,6 +56,8 @@ export async function nextOrderingSeqs(q: Queryable, count: number): Promise<num
 
 const INSERT_MESSAGE = `INSERT INTO messages (id, tenant_id, event_type, payload, idempotency_key,
   idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_seq)`;
+/** SQLite's one-row insert: one text, so the prepared-statement cache finds it without building it per row. */
+const INSERT_MESSAGE_ROW = `${INSERT_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`;
 
 /**
  * Inserts messages (group commit of emits): on PostgreSQL one multi-row statement per few hundred, a
@@ -71,7 +73,7 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
     for (const row of rows) {
       const rowSeq = row.ordering_key === null ? null : seq++;
       seqs.push(rowSeq);
-      await q.run(`${INSERT_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [
+      await q.run(INSERT_MESSAGE_ROW, [
         row.id,
         row.tenant_id,
         row.event_type,

@@ -74,6 +74,27 @@ describe.each(STORE_KINDS)('endpoint queues on %s', (kind) => {
       expect(await queueOf(db, 'ep-a')).toMatchObject({ in_flight: 0, queued: 2 });
     });
 
+    it('settles many endpoints in one statement, each by its own counts', async () => {
+      // A flush across many endpoints: on SQLite the statement joins the items to the queue rows
+      // directly, on PostgreSQL after locking them (store/endpoint-queues.ts).
+      const { db } = store;
+      const ids = Array.from({ length: 40 }, (_, i) => `ep-${String(i).padStart(2, '0')}`);
+      for (const id of ids) {
+        await addEndpoint(db, id);
+        await addDeliveries(db, id, dueTimes(4));
+      }
+      expect(await claimAt(db, T0, 4 * ids.length)).toHaveLength(4 * ids.length);
+      await settleQueues(
+        db,
+        ids.map((id, i) => settlement(id, { finished: i % 5 })),
+        CEILING,
+        T0,
+      );
+      for (const [i, id] of ids.entries()) {
+        expect(await queueOf(db, id)).toMatchObject({ in_flight: 4 - Math.min(4, i % 5) });
+      }
+    });
+
     it('counts retries back in and brings next_due_at forward only when earlier', async () => {
       const { db } = store;
       await addEndpoint(db, 'ep-a');

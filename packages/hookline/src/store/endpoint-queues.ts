@@ -2,15 +2,7 @@
 // moves its deliveries (docs/architecture.md, "Endpoint queues"). Rows are always locked in endpoint
 // id order, and before any of their deliveries, so two transactions never wait on each other in
 // opposite orders.
-import {
-  forUpdate,
-  greatest,
-  jsonRecords,
-  jsonTextArray,
-  least,
-  placeholders,
-  type Queryable,
-} from './db.js';
+import { greatest, jsonRecords, jsonTextArray, least, placeholders, type Queryable } from './db.js';
 
 /** Where a queue's adaptive limit starts (the column defaults of migration 004 say the same). */
 export const INITIAL_CONCURRENCY = 8;
@@ -174,6 +166,11 @@ export function settlementAssignments(d: Queryable['dialect'], ceiling: string, 
          THEN t.item_pause ELSE endpoint_queues.paused_until END`;
 }
 
+/**
+ * Applies flushes' outcomes to their endpoints' queues and adaptive limits, in one statement. The
+ * caller has locked these queue rows (lockQueues) before it changed their deliveries, as every
+ * caller must anyway.
+ */
 export async function settleQueues(
   q: Queryable,
   settlements: readonly QueueSettlement[],
@@ -191,22 +188,12 @@ export async function settleQueues(
     item_congested: 'int',
     item_pause: 'bigint',
   });
-  // PostgreSQL locks the queue rows first, in id order, so flushes never deadlock. SQLite has no row
-  // locks (its writer is alone), and there the same CTE was read again for every row updated: a flush
-  // across 64 endpoints took 2.2 ms in it, the API waiting (bench/RESULTS.md, "Session of run R").
-  const lockFirst =
-    d === 'postgres'
-      ? `WITH locked AS (
-           SELECT endpoint_id FROM endpoint_queues
-           WHERE endpoint_id IN (SELECT item_endpoint FROM ${items}) ORDER BY endpoint_id ${forUpdate(d)}
-         )`
-      : '';
+  // No lock of its own. A CTE that locked the rows again here was, on SQLite, evaluated once more for
+  // every row updated: 2.2 ms for a flush across 64 endpoints (bench/RESULTS.md, "Session of run R").
   await q.run(
-    `${lockFirst}
-     UPDATE endpoint_queues SET ${settlementAssignments(d, '$2', 'CAST($3 AS BIGINT)')}
+    `UPDATE endpoint_queues SET ${settlementAssignments(d, '$2', 'CAST($3 AS BIGINT)')}
      FROM ${items}
-     WHERE endpoint_queues.endpoint_id = t.item_endpoint
-       ${d === 'postgres' ? 'AND endpoint_queues.endpoint_id IN (SELECT endpoint_id FROM locked)' : ''}`,
+     WHERE endpoint_queues.endpoint_id = t.item_endpoint`,
     [
       JSON.stringify(
         settlements.map((s) => ({

@@ -75,8 +75,7 @@ describe.each(STORE_KINDS)('endpoint queues on %s', (kind) => {
     });
 
     it('settles many endpoints in one statement, each by its own counts', async () => {
-      // A flush across many endpoints: on SQLite the statement joins the items to the queue rows
-      // directly, on PostgreSQL after locking them (store/endpoint-queues.ts).
+      // A flush across many endpoints: one statement joins each item to its queue row.
       const { db } = store;
       const ids = Array.from({ length: 40 }, (_, i) => `ep-${String(i).padStart(2, '0')}`);
       for (const id of ids) {

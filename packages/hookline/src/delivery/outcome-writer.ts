@@ -7,8 +7,10 @@ import {
   advanceLines,
   completeDeliveries,
   failDeliveries,
-  recordSuccesses,
+  recordSuccessesThenClaim,
+  type ClaimOptions,
   type ClaimedAttempt,
+  type FollowingClaimed,
 } from '../store/deliveries.js';
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from '../store/delivery-stats.js';
 import { emptySettlement, lockQueues, settleQueues, type QueueSettlement } from '../store/endpoint-queues.js';
@@ -18,6 +20,7 @@ import { deadLetterAnswerAad, deliveryAnswerAad, sealAnswer, splitError } from '
 const FLUSH_SIZE = 256;
 const FLUSH_DELAY_MS = 2;
 const RETRY_FLUSH_MS = 1000;
+const NO_CLAIM: ClaimOptions = { now: 0, leaseUntil: 0, limit: 0, ceiling: 0 };
 
 /** How an attempt's answer bears on the endpoint's adaptive limit. */
 export type LoadSignal = 'fast' | 'slow' | 'congested' | 'none';
@@ -38,6 +41,17 @@ export type Outcome =
   | ({ kind: 'retry'; retryAt: number; firstHeaders: string | null } & Failure)
   | ({ kind: 'dead'; deadLetter: { id: string; original: Buffer } | null } & Failure);
 
+/**
+ * Who takes the work a flush's freed slots make room for, where the store claims it in the flush's
+ * own transaction (recordSuccessesThenClaim): the worker.
+ */
+export interface FollowingClaim {
+  /** What to claim after writing `finishing` outcomes, or null for nothing (too little room). */
+  options(finishing: number): ClaimOptions | null;
+  /** Once for each `options` that was not null: what was claimed (empty if nothing, or the write failed). */
+  take(attempts: readonly ClaimedAttempt[]): void;
+}
+
 export class OutcomeWriter {
   private queue: Outcome[] = [];
   /** Resolves each queued outcome's `push` promise once it is written (or abandoned at close). */
@@ -48,7 +62,9 @@ export class OutcomeWriter {
 
   constructor(
     private readonly ctx: Context,
-    private readonly onWritten: (outcomes: readonly Outcome[]) => void = () => {},
+    /** `claimed`: the write also claimed whatever was ready (FollowingClaim), so nothing is left to claim. */
+    private readonly onWritten: (outcomes: readonly Outcome[], claimed: boolean) => void = () => {},
+    private readonly following: FollowingClaim | null = null,
   ) {}
 
   get pending(): number {
@@ -101,9 +117,9 @@ export class OutcomeWriter {
     const batch = this.queue;
     this.queue = [];
     this.flushing = this.write(batch)
-      .then(() => {
+      .then((claimed) => {
         this.settle(batch);
-        this.onWritten(batch);
+        this.onWritten(batch, claimed);
       })
       .catch((err: unknown) => {
         // Keep them and try again: until written, the leases protect the deliveries, and if this
@@ -136,27 +152,36 @@ export class OutcomeWriter {
     this.settle([...this.settled.keys()]);
   }
 
-  private async write(batch: readonly Outcome[]): Promise<void> {
+  /** Writes `batch`; answers whether it also claimed everything ready (see FollowingClaim). */
+  private async write(batch: readonly Outcome[]): Promise<boolean> {
     const { config, logger } = this.ctx;
     // The usual flush: every attempt succeeded at an endpoint that was healthy. Nothing to restore,
     // no dead letters, no retries: the store records it in one statement (PostgreSQL).
     if (batch.every((o) => o.kind === 'succeeded' && o.delivery.endpoint_healthy)) {
-      const rows = await recordSuccesses(
-        this.ctx.db,
-        batch.map((o) => ({
-          id: o.delivery.id,
-          attempt: o.delivery.attempts,
-          status: o.kind === 'succeeded' ? o.status : 0,
-          endpoint_id: o.delivery.endpoint_id,
-          tenant_id: o.delivery.tenant_id,
-          fast: o.signal === 'fast',
-          ordering_key: o.delivery.ordering_key,
-        })),
-        this.ctx.clock(),
-        config.endpointConcurrency,
-      );
-      this.ctx.metrics.deliveries.inc({ outcome: 'succeeded' }, rows.length);
-      return;
+      const next = this.following?.options(batch.length) ?? null;
+      let claimed: FollowingClaimed | null = null;
+      try {
+        const written = await recordSuccessesThenClaim(
+          this.ctx.db,
+          batch.map((o) => ({
+            id: o.delivery.id,
+            attempt: o.delivery.attempts,
+            status: o.kind === 'succeeded' ? o.status : 0,
+            endpoint_id: o.delivery.endpoint_id,
+            tenant_id: o.delivery.tenant_id,
+            fast: o.signal === 'fast',
+            ordering_key: o.delivery.ordering_key,
+          })),
+          this.ctx.clock(),
+          config.endpointConcurrency,
+          next ?? NO_CLAIM,
+        );
+        claimed = written.claimed;
+        this.ctx.metrics.deliveries.inc({ outcome: 'succeeded' }, written.rows.length);
+      } finally {
+        if (next) this.following?.take(claimed?.attempts ?? []);
+      }
+      return next !== null && claimed !== null && claimed.all;
     }
     const byId = new Map(batch.map((o) => [o.delivery.id, o]));
     const successes = batch.filter((o) => o.kind === 'succeeded');
@@ -274,6 +299,7 @@ export class OutcomeWriter {
     for (const o of recorded) {
       this.ctx.metrics.deliveries.inc({ outcome: o.kind === 'retry' ? 'failed' : o.kind });
     }
+    return false;
   }
 }
 

@@ -14,6 +14,7 @@ import {
   releaseDeliveries,
   sweepDeletedEndpoints,
   type ClaimedAttempt,
+  type ClaimOptions,
 } from '../store/deliveries.js';
 import { nextReadyAt } from '../store/endpoint-queues.js';
 import { RETRY_AFTER_CAP_MS, retryDelay } from './backoff.js';
@@ -78,6 +79,10 @@ export class DeliveryWorker {
   private readonly capacity: number;
   /** A claim runs when at least this much of the capacity is free, not for every freed slot. */
   private readonly lowWater: number;
+  /** Room a flush under way is claiming (followingClaim): flushes run one at a time. */
+  private reserved = 0;
+  /** Attempts whose written outcome was followed by a claim of all that was ready (see written). */
+  private readonly claimedFor = new Set<string>();
 
   constructor(
     private readonly ctx: Context,
@@ -103,8 +108,12 @@ export class DeliveryWorker {
           ctx.logger.error({ reason }, 'the sender thread stopped; its attempts failed and will be retried'),
         )
       : new Sender(senderOptions);
-    // Written outcomes free room in the endpoints' limits: the claimer may find work again.
-    this.outcomes = new OutcomeWriter(ctx, () => this.claimWake.fire());
+    // Written outcomes free room in the endpoints' limits: the claimer may find work again. Where the
+    // store can, the flush takes that room itself, in its own transaction (recordSuccessesThenClaim).
+    this.outcomes = new OutcomeWriter(ctx, (outcomes, claimed) => this.written(outcomes, claimed), {
+      options: (finishing) => this.followingClaim(finishing),
+      take: (claimed) => this.takeFollowing(claimed),
+    });
     this.replays = new ReplayRunner(ctx, {
       idleMs: this.options.pollIntervalMs,
       onQueued: () => {
@@ -223,7 +232,7 @@ export class DeliveryWorker {
   private async claimLoop(): Promise<void> {
     const { config } = this.ctx;
     while (this.running) {
-      const held = this.inFlight.size + this.buffer.length;
+      const held = this.inFlight.size + this.buffer.length + this.reserved;
       const room = this.capacity - held;
       let claimed = 0;
       let paced = false;
@@ -267,6 +276,32 @@ export class DeliveryWorker {
     }
   }
 
+  /**
+   * What a flush of `finishing` outcomes may claim after them: the room they leave, if a claim would
+   * run for it (see claimLoop). Reserved until takeFollowing, so that a claim of the claim loop
+   * meanwhile does not take the same room.
+   */
+  private followingClaim(finishing: number): ClaimOptions | null {
+    if (!this.running) return null;
+    const room = this.capacity - this.inFlight.size - this.buffer.length - this.reserved + finishing;
+    if (room < this.lowWater) return null;
+    this.reserved += room;
+    const now = this.ctx.clock();
+    return {
+      now,
+      leaseUntil: now + leaseMs(this.ctx.config.deliveryTimeoutMs),
+      limit: room,
+      ceiling: this.ctx.config.endpointConcurrency,
+    };
+  }
+
+  private takeFollowing(claimed: readonly ClaimedAttempt[]): void {
+    this.reserved = 0;
+    if (claimed.length === 0) return;
+    this.buffer.push(...claimed);
+    this.dispatch();
+  }
+
   /** Starts buffered attempts while slots are free; payloads and secrets are opened once per batch. */
   private dispatch(): void {
     const free = this.ctx.config.workerConcurrency - this.inFlight.size;
@@ -282,10 +317,21 @@ export class DeliveryWorker {
     }
   }
 
+  /**
+   * Outcomes are in the database: their endpoints have room again, which the claim loop takes,
+   * unless the write claimed whatever was ready itself. Then the attempts' slots, freed next
+   * (finish), were counted in that claim's room too.
+   */
+  private written(outcomes: readonly Outcome[], claimed: boolean): void {
+    if (!claimed) return this.claimWake.fire();
+    for (const o of outcomes) this.claimedFor.add(o.delivery.id);
+  }
+
   private finish(delivery: ClaimedAttempt): void {
     this.inFlight.delete(delivery.id);
+    const claimedFor = this.claimedFor.delete(delivery.id);
     if (this.buffer.length > 0) this.dispatch();
-    else if (this.capacity - this.inFlight.size >= this.lowWater) this.claimWake.fire();
+    else if (!claimedFor && this.capacity - this.inFlight.size >= this.lowWater) this.claimWake.fire();
   }
 
   private async attempt(delivery: ClaimedAttempt, opened: Opened): Promise<void> {

@@ -26,7 +26,7 @@ import {
 } from './endpoint-queues.js';
 import { recordSuccessesPostgres } from './postgres/record-successes.js';
 import { claimPostgres } from './postgres/claim.js';
-import { claimSqlite } from './sqlite/claim.js';
+import { claimSqlite, claimWithin, ENDPOINTS_PER_CLAIM } from './sqlite/claim.js';
 
 /** `held`: waiting behind an earlier delivery of its ordering key to the same endpoint. */
 export const DELIVERY_STATUSES = ['held', 'pending', 'delivering', 'succeeded', 'dead', 'cancelled'] as const;
@@ -372,37 +372,76 @@ export async function recordSuccesses(
   ceiling: number,
 ): Promise<FencedRow[]> {
   if (items.length === 0) return [];
-  const bucket = Math.floor(now / BUCKET_MS) * BUCKET_MS;
   // The one statement cannot advance lines: it would read them in a snapshot taken before its queue
   // locks were granted, and could miss a delivery a fan-out added meanwhile.
   const keyed = items.some((i) => i.ordering_key !== null);
-  if (db.dialect === 'postgres' && !keyed) return recordSuccessesPostgres(db, items, now, bucket, ceiling);
+  if (db.dialect === 'postgres' && !keyed)
+    return recordSuccessesPostgres(db, items, now, bucketOf(now), ceiling);
+  return db.transaction((tx) => recordSuccessesWithin(tx, items, now, ceiling));
+}
+
+/** What a claim made by a flush took: `all` when it left nothing ready behind (up to its limit). */
+export interface FollowingClaimed {
+  attempts: ClaimedAttempt[];
+  all: boolean;
+}
+
+/**
+ * recordSuccesses, then a claim (`next`) of what the slots it frees allow, in the same transaction
+ * where that saves one: on SQLite a flush and a claim each paid a commit, and the claim its own
+ * check for ready endpoints (docs/architecture.md, "Recording outcomes"). `claimed` is null where the
+ * store claims separately (PostgreSQL: each is one statement already, outside any transaction).
+ */
+export async function recordSuccessesThenClaim(
+  db: Db,
+  items: readonly SuccessRecord[],
+  now: number,
+  ceiling: number,
+  next: ClaimOptions,
+): Promise<{ rows: FencedRow[]; claimed: FollowingClaimed | null }> {
+  if (db.dialect === 'postgres' || items.length === 0 || next.limit <= 0)
+    return { rows: await recordSuccesses(db, items, now, ceiling), claimed: null };
   return db.transaction(async (tx) => {
-    if (keyed) {
-      await lockQueues(
-        tx,
-        items.map((i) => i.endpoint_id),
-      );
-    }
-    const rows = await completeDeliveries(tx, items, now);
-    await advanceLines(tx, rows, now);
-    const byId = new Map(items.map((i) => [i.id, i]));
-    const stats = new Map<string, StatsIncrement>();
-    const settlements = new Map<string, QueueSettlement>();
-    for (const row of rows) {
-      const item = byId.get(row.id)!;
-      const s = stats.get(row.endpoint_id) ?? emptyStats(bucket, row.endpoint_id, item.tenant_id);
-      s.succeeded += 1;
-      stats.set(row.endpoint_id, s);
-      const q = settlements.get(row.endpoint_id) ?? emptySettlement(row.endpoint_id);
-      q.finished += 1;
-      if (item.fast) q.fast += 1;
-      settlements.set(row.endpoint_id, q);
-    }
-    await addStats(tx, stats.values());
-    await settleQueues(tx, [...settlements.values()], ceiling, now);
-    return rows;
+    const rows = await recordSuccessesWithin(tx, items, now, ceiling);
+    const { attempts, endpoints } = await claimWithin(tx, next);
+    const all = endpoints < ENDPOINTS_PER_CLAIM || attempts.length >= next.limit;
+    return { rows, claimed: { attempts, all } };
   });
+}
+
+const bucketOf = (now: number) => Math.floor(now / BUCKET_MS) * BUCKET_MS;
+
+async function recordSuccessesWithin(
+  tx: Queryable,
+  items: readonly SuccessRecord[],
+  now: number,
+  ceiling: number,
+): Promise<FencedRow[]> {
+  if (items.some((i) => i.ordering_key !== null)) {
+    await lockQueues(
+      tx,
+      items.map((i) => i.endpoint_id),
+    );
+  }
+  const rows = await completeDeliveries(tx, items, now);
+  await advanceLines(tx, rows, now);
+  const bucket = bucketOf(now);
+  const byId = new Map(items.map((i) => [i.id, i]));
+  const stats = new Map<string, StatsIncrement>();
+  const settlements = new Map<string, QueueSettlement>();
+  for (const row of rows) {
+    const item = byId.get(row.id)!;
+    const s = stats.get(row.endpoint_id) ?? emptyStats(bucket, row.endpoint_id, item.tenant_id);
+    s.succeeded += 1;
+    stats.set(row.endpoint_id, s);
+    const q = settlements.get(row.endpoint_id) ?? emptySettlement(row.endpoint_id);
+    q.finished += 1;
+    if (item.fast) q.fast += 1;
+    settlements.set(row.endpoint_id, q);
+  }
+  await addStats(tx, stats.values());
+  await settleQueues(tx, [...settlements.values()], ceiling, now);
+  return rows;
 }
 
 export interface FailedAttempt extends AttemptRef {

@@ -8,6 +8,7 @@ import {
   cancelForEndpoint,
   completeDeliveries,
   recordSuccesses,
+  recordSuccessesThenClaim,
   failDeliveries,
   reapExpiredLeases,
   releaseDeliveries,
@@ -319,6 +320,56 @@ describe.each(STORE_KINDS)('delivery queue transitions on %s', (kind) => {
       // The same flush again changes nothing: the fence lets no row through twice.
       expect(await recordSuccesses(db, [item(d0!, 1, true)], T0 + 30, CEILING)).toEqual([]);
       expect(await queueOf(db, 'ep-a')).toMatchObject({ in_flight: 1, concurrency_limit: 9 });
+    });
+
+    it('a flush of successes claims the room it frees in its own transaction (SQLite), or leaves it to the caller', async () => {
+      const { db } = store;
+      await addEndpoint(db, 'ep-a');
+      // Twelve due: the first claim takes the starting limit of 8, four wait.
+      const ids = await addDeliveries(db, 'ep-a', dueTimes(12));
+      const first = await claimAt(db, T0, 100);
+      expect(idsOf(first)).toEqual(ids.slice(0, 8));
+      const item = (id: string, attempt: number) => ({
+        id,
+        attempt,
+        status: 204,
+        endpoint_id: 'ep-a',
+        tenant_id: 'acme',
+        fast: false,
+        ordering_key: null,
+      });
+      const next = { now: T0 + 20, leaseUntil: T0 + 20 + LEASE_MS, limit: 100, ceiling: CEILING };
+      // Three recorded, one of them stale and fenced out: two slots are free for the claim.
+      const written = await recordSuccessesThenClaim(
+        db,
+        [item(ids[0]!, 1), item(ids[1]!, 1), item(ids[2]!, 0)],
+        T0 + 20,
+        CEILING,
+        next,
+      );
+      expect(idsOf(written.rows).sort()).toEqual([ids[0], ids[1]].sort());
+      if (kind === 'sqlite') {
+        // The oldest two of those waiting, with what their attempts need, and nothing left ready.
+        expect(idsOf(written.claimed!.attempts)).toEqual(ids.slice(8, 10));
+        expect(written.claimed!.attempts.map((a) => [a.attempts, a.url])).toEqual([
+          [1, 'http://127.0.0.1:9/ep-a'],
+          [1, 'http://127.0.0.1:9/ep-a'],
+        ]);
+        expect(written.claimed!.all).toBe(true);
+      } else {
+        // PostgreSQL records in one statement, and the caller claims with its own.
+        expect(written.claimed).toBeNull();
+        expect(idsOf(await claimAt(db, T0 + 20, 100))).toEqual(ids.slice(8, 10));
+      }
+      expect(await queueOf(db, 'ep-a')).toMatchObject({ in_flight: 8, queued: 2 });
+      expect(await statusCounts(db, 'ep-a')).toMatchObject({ succeeded: 2, delivering: 8, pending: 2 });
+      // With no room asked for, nothing is claimed on either store.
+      const none = await recordSuccessesThenClaim(db, [item(ids[3]!, 1)], T0 + 30, CEILING, {
+        ...next,
+        limit: 0,
+      });
+      expect(none.claimed).toBeNull();
+      expect(await queueOf(db, 'ep-a')).toMatchObject({ in_flight: 7, queued: 2 });
     });
 
     it('fail schedules a retry or kills the delivery, fenced, keeping the first headers', async () => {

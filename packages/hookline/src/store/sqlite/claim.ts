@@ -1,7 +1,7 @@
 // The claim on SQLite: a few statements in one short write transaction (docs/architecture.md,
 // "Claiming"). Statements cost microseconds here, with no round trip, so the per-endpoint reads are a
 // prepared statement in a loop rather than one large query; the writes are set-based like PostgreSQL's.
-import { jsonRecords, least, limitParam, type Db } from '../db.js';
+import { jsonRecords, least, limitParam, type Db, type Queryable } from '../db.js';
 import { paceLateCreditUs, pacedSendDelayUs } from '../endpoint-queues.js';
 import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
 
@@ -65,102 +65,109 @@ export async function claimSqlite(db: Db, o: ClaimOptions): Promise<ClaimedAttem
 }
 
 /** One transaction of a claim: from the first ENDPOINTS_PER_CLAIM ready endpoints at most. */
-async function claimFromSome(
-  db: Db,
+function claimFromSome(db: Db, o: ClaimOptions): Promise<{ attempts: ClaimedAttempt[]; endpoints: number }> {
+  return db.transaction((tx) => claimWithin(tx, o));
+}
+
+/**
+ * A claim's statements, inside a write transaction the caller holds: from the first
+ * ENDPOINTS_PER_CLAIM ready endpoints at most. A flush of outcomes ends with one (recordSuccesses),
+ * so the slots it frees are taken again without a transaction of their own.
+ */
+export async function claimWithin(
+  tx: Queryable,
   o: ClaimOptions,
 ): Promise<{ attempts: ClaimedAttempt[]; endpoints: number }> {
-  return db.transaction(async (tx) => {
-    const ready = await tx.all<Ready>(
-      `SELECT q.endpoint_id, ${least('sqlite', 'q.concurrency_limit', '$2')} - q.in_flight AS room,
-         q.rate_interval_us, q.rate_tolerance_us, q.rate_tat_us,
-         e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
-         (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy
-       FROM endpoint_queues q JOIN endpoints e ON e.id = q.endpoint_id
-       WHERE q.ready_at <= $1 ORDER BY q.ready_at ${limitParam(3)}`,
-      [o.now, o.ceiling, Math.min(o.limit, ENDPOINTS_PER_CLAIM)],
+  const ready = await tx.all<Ready>(
+    `SELECT q.endpoint_id, ${least('sqlite', 'q.concurrency_limit', '$2')} - q.in_flight AS room,
+       q.rate_interval_us, q.rate_tolerance_us, q.rate_tat_us,
+       e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
+       (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy
+     FROM endpoint_queues q JOIN endpoints e ON e.id = q.endpoint_id
+     WHERE q.ready_at <= $1 ORDER BY q.ready_at ${limitParam(3)}`,
+    [o.now, o.ceiling, Math.min(o.limit, ENDPOINTS_PER_CLAIM)],
+  );
+  if (ready.length === 0) return { attempts: [], endpoints: 0 };
+  const attempts: ClaimedAttempt[] = [];
+  const settled: {
+    item_endpoint: string;
+    item_claimed: number;
+    item_due: number | null;
+    item_tat: number | null;
+    item_throttled: number | null;
+  }[] = [];
+  const nowUs = o.now * 1000;
+  for (const r of ready) {
+    const rate = rateRoom(r, nowUs);
+    const room = Math.max(0, Math.min(r.room, rate.room, o.limit - attempts.length));
+    // One row past the room: what is left tells the queue its next due time. The rows come with
+    // what their attempts need, so no second read of the claimed deliveries follows.
+    const rows = await tx.all<Pending>(
+      `SELECT d.id, d.next_attempt_at, d.message_id, d.tenant_id, d.event_type, d.attempts,
+         d.first_headers, d.replay_of, d.ordering_key, m.payload
+       FROM deliveries d JOIN messages m ON m.id = d.message_id
+       WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at ${limitParam(2)}`,
+      [r.endpoint_id, room + 1],
     );
-    if (ready.length === 0) return { attempts: [], endpoints: 0 };
-    const attempts: ClaimedAttempt[] = [];
-    const settled: {
-      item_endpoint: string;
-      item_claimed: number;
-      item_due: number | null;
-      item_tat: number | null;
-      item_throttled: number | null;
-    }[] = [];
-    const nowUs = o.now * 1000;
-    for (const r of ready) {
-      const rate = rateRoom(r, nowUs);
-      const room = Math.max(0, Math.min(r.room, rate.room, o.limit - attempts.length));
-      // One row past the room: what is left tells the queue its next due time. The rows come with
-      // what their attempts need, so no second read of the claimed deliveries follows.
-      const rows = await tx.all<Pending>(
-        `SELECT d.id, d.next_attempt_at, d.message_id, d.tenant_id, d.event_type, d.attempts,
-           d.first_headers, d.replay_of, d.ordering_key, m.payload
-         FROM deliveries d JOIN messages m ON m.id = d.message_id
-         WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at ${limitParam(2)}`,
-        [r.endpoint_id, room + 1],
-      );
-      let claimed = 0;
-      while (claimed < room && claimed < rows.length && rows[claimed]!.next_attempt_at <= o.now) {
-        const d = rows[claimed]!;
-        const slot = r.rate_interval_us === null ? null : rate.from + claimed * r.rate_interval_us;
-        attempts.push({
-          id: d.id,
-          message_id: d.message_id,
-          endpoint_id: r.endpoint_id,
-          tenant_id: d.tenant_id,
-          event_type: d.event_type,
-          // The attempt this claim starts (the update below counts it).
-          attempts: d.attempts + 1,
-          first_headers: d.first_headers,
-          replay_of: d.replay_of,
-          ordering_key: d.ordering_key,
-          payload: d.payload,
-          url: r.url,
-          secret: r.secret,
-          previous_secret: r.previous_secret,
-          previous_secret_expires_at: r.previous_secret_expires_at,
-          endpoint_healthy: r.endpoint_healthy,
-          send_at: slot === null ? null : Math.floor((slot + pacedSendDelayUs(r.rate_interval_us!)) / 1000),
-        });
-        claimed++;
-      }
-      const paced = r.rate_interval_us !== null && claimed > 0;
-      const tat = paced ? rate.from + claimed * r.rate_interval_us! : null;
-      settled.push({
-        item_endpoint: r.endpoint_id,
-        item_claimed: claimed,
-        item_due: rows[claimed]?.next_attempt_at ?? null,
-        item_tat: tat,
-        item_throttled: tat === null ? null : Math.ceil((tat - r.rate_tolerance_us!) / 1000),
+    let claimed = 0;
+    while (claimed < room && claimed < rows.length && rows[claimed]!.next_attempt_at <= o.now) {
+      const d = rows[claimed]!;
+      const slot = r.rate_interval_us === null ? null : rate.from + claimed * r.rate_interval_us;
+      attempts.push({
+        id: d.id,
+        message_id: d.message_id,
+        endpoint_id: r.endpoint_id,
+        tenant_id: d.tenant_id,
+        event_type: d.event_type,
+        // The attempt this claim starts (the update below counts it).
+        attempts: d.attempts + 1,
+        first_headers: d.first_headers,
+        replay_of: d.replay_of,
+        ordering_key: d.ordering_key,
+        payload: d.payload,
+        url: r.url,
+        secret: r.secret,
+        previous_secret: r.previous_secret,
+        previous_secret_expires_at: r.previous_secret_expires_at,
+        endpoint_healthy: r.endpoint_healthy,
+        send_at: slot === null ? null : Math.floor((slot + pacedSendDelayUs(r.rate_interval_us!)) / 1000),
       });
+      claimed++;
     }
-    if (attempts.length > 0) {
-      await tx.run(
-        `UPDATE deliveries SET status = 'delivering', attempts = attempts + 1, lease_expires_at = $2, updated_at = $3
-         WHERE id IN (SELECT value FROM json_each($1)) AND status = 'pending'`,
-        [JSON.stringify(attempts.map((a) => a.id)), o.leaseUntil, o.now],
-      );
-    }
-    const t = jsonRecords('sqlite', 1, {
-      item_endpoint: 'text',
-      item_claimed: 'int',
-      item_due: 'bigint',
-      item_tat: 'bigint',
-      item_throttled: 'bigint',
+    const paced = r.rate_interval_us !== null && claimed > 0;
+    const tat = paced ? rate.from + claimed * r.rate_interval_us! : null;
+    settled.push({
+      item_endpoint: r.endpoint_id,
+      item_claimed: claimed,
+      item_due: rows[claimed]?.next_attempt_at ?? null,
+      item_tat: tat,
+      item_throttled: tat === null ? null : Math.ceil((tat - r.rate_tolerance_us!) / 1000),
     });
+  }
+  if (attempts.length > 0) {
     await tx.run(
-      `UPDATE endpoint_queues SET
-         in_flight = in_flight + t.item_claimed,
-         queued = MAX(0, queued - t.item_claimed),
-         next_due_at = t.item_due,
-         concurrency_limit = MIN(concurrency_limit, $2),
-         rate_tat_us = COALESCE(t.item_tat, rate_tat_us),
-         throttled_until = COALESCE(t.item_throttled, throttled_until)
-       FROM ${t} WHERE endpoint_queues.endpoint_id = t.item_endpoint`,
-      [JSON.stringify(settled), o.ceiling],
+      `UPDATE deliveries SET status = 'delivering', attempts = attempts + 1, lease_expires_at = $2, updated_at = $3
+       WHERE id IN (SELECT value FROM json_each($1)) AND status = 'pending'`,
+      [JSON.stringify(attempts.map((a) => a.id)), o.leaseUntil, o.now],
     );
-    return { attempts, endpoints: ready.length };
+  }
+  const t = jsonRecords('sqlite', 1, {
+    item_endpoint: 'text',
+    item_claimed: 'int',
+    item_due: 'bigint',
+    item_tat: 'bigint',
+    item_throttled: 'bigint',
   });
+  await tx.run(
+    `UPDATE endpoint_queues SET
+       in_flight = in_flight + t.item_claimed,
+       queued = MAX(0, queued - t.item_claimed),
+       next_due_at = t.item_due,
+       concurrency_limit = MIN(concurrency_limit, $2),
+       rate_tat_us = COALESCE(t.item_tat, rate_tat_us),
+       throttled_until = COALESCE(t.item_throttled, throttled_until)
+     FROM ${t} WHERE endpoint_queues.endpoint_id = t.item_endpoint`,
+    [JSON.stringify(settled), o.ceiling],
+  );
+  return { attempts, endpoints: ready.length };
 }

@@ -81,6 +81,8 @@ export class DeliveryWorker {
   private readonly lowWater: number;
   /** Room a flush under way is claiming (followingClaim): flushes run one at a time. */
   private reserved = 0;
+  /** Claimed by a flush that ended after stop() began: never started, released by stop(). */
+  private readonly claimedWhileStopping: ClaimedAttempt[] = [];
   /** Attempts whose written outcome was followed by a claim of all that was ready (see written). */
   private readonly claimedFor = new Set<string>();
 
@@ -161,7 +163,8 @@ export class DeliveryWorker {
     this.interrupting = true;
     this.sender.abortAll();
     await this.outcomes.close();
-    const release = [...unstarted, ...interrupted];
+    // A flush under way when stopping began may still have claimed: that is released too.
+    const release = [...unstarted, ...this.claimedWhileStopping.splice(0), ...interrupted];
     if (release.length > 0) {
       await this.ctx.db
         .transaction((tx) =>
@@ -298,6 +301,10 @@ export class DeliveryWorker {
   private takeFollowing(claimed: readonly ClaimedAttempt[]): void {
     this.reserved = 0;
     if (claimed.length === 0) return;
+    if (!this.running) {
+      this.claimedWhileStopping.push(...claimed);
+      return;
+    }
     this.buffer.push(...claimed);
     this.dispatch();
   }

@@ -10,7 +10,6 @@ import {
   recordSuccessesThenClaim,
   type ClaimOptions,
   type ClaimedAttempt,
-  type FollowingClaimed,
 } from '../store/deliveries.js';
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from '../store/delivery-stats.js';
 import { emptySettlement, lockQueues, settleQueues, type QueueSettlement } from '../store/endpoint-queues.js';
@@ -62,8 +61,7 @@ export class OutcomeWriter {
 
   constructor(
     private readonly ctx: Context,
-    /** `claimed`: the write also claimed whatever was ready (FollowingClaim), so nothing is left to claim. */
-    private readonly onWritten: (outcomes: readonly Outcome[], claimed: boolean) => void = () => {},
+    private readonly onWritten: (outcomes: readonly Outcome[]) => void = () => {},
     private readonly following: FollowingClaim | null = null,
   ) {}
 
@@ -117,9 +115,9 @@ export class OutcomeWriter {
     const batch = this.queue;
     this.queue = [];
     this.flushing = this.write(batch)
-      .then((claimed) => {
+      .then(() => {
         this.settle(batch);
-        this.onWritten(batch, claimed);
+        this.onWritten(batch);
       })
       .catch((err: unknown) => {
         // Keep them and try again: until written, the leases protect the deliveries, and if this
@@ -152,14 +150,13 @@ export class OutcomeWriter {
     this.settle([...this.settled.keys()]);
   }
 
-  /** Writes `batch`; answers whether it also claimed everything ready (see FollowingClaim). */
-  private async write(batch: readonly Outcome[]): Promise<boolean> {
+  private async write(batch: readonly Outcome[]): Promise<void> {
     const { config, logger } = this.ctx;
     // The usual flush: every attempt succeeded at an endpoint that was healthy. Nothing to restore,
     // no dead letters, no retries: the store records it in one statement (PostgreSQL).
     if (batch.every((o) => o.kind === 'succeeded' && o.delivery.endpoint_healthy)) {
       const next = this.following?.options(batch.length) ?? null;
-      let claimed: FollowingClaimed | null = null;
+      let claimed: ClaimedAttempt[] | null = null;
       try {
         const written = await recordSuccessesThenClaim(
           this.ctx.db,
@@ -179,9 +176,9 @@ export class OutcomeWriter {
         claimed = written.claimed;
         this.ctx.metrics.deliveries.inc({ outcome: 'succeeded' }, written.rows.length);
       } finally {
-        if (next) this.following?.take(claimed?.attempts ?? []);
+        if (next) this.following?.take(claimed ?? []);
       }
-      return next !== null && claimed !== null && claimed.all;
+      return;
     }
     const byId = new Map(batch.map((o) => [o.delivery.id, o]));
     const successes = batch.filter((o) => o.kind === 'succeeded');
@@ -299,7 +296,6 @@ export class OutcomeWriter {
     for (const o of recorded) {
       this.ctx.metrics.deliveries.inc({ outcome: o.kind === 'retry' ? 'failed' : o.kind });
     }
-    return false;
   }
 }
 

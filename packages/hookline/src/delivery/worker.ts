@@ -83,8 +83,6 @@ export class DeliveryWorker {
   private reserved = 0;
   /** Claimed by a flush that ended after stop() began: never started, released by stop(). */
   private readonly claimedWhileStopping: ClaimedAttempt[] = [];
-  /** Attempts whose written outcome was followed by a claim of all that was ready (see written). */
-  private readonly claimedFor = new Set<string>();
 
   constructor(
     private readonly ctx: Context,
@@ -112,7 +110,7 @@ export class DeliveryWorker {
       : new Sender(senderOptions);
     // Written outcomes free room in the endpoints' limits: the claimer may find work again. Where the
     // store can, the flush takes that room itself, in its own transaction (recordSuccessesThenClaim).
-    this.outcomes = new OutcomeWriter(ctx, (outcomes, claimed) => this.written(outcomes, claimed), {
+    this.outcomes = new OutcomeWriter(ctx, () => this.claimWake.fire(), {
       options: (finishing) => this.followingClaim(finishing),
       take: (claimed) => this.takeFollowing(claimed),
     });
@@ -324,21 +322,10 @@ export class DeliveryWorker {
     }
   }
 
-  /**
-   * Outcomes are in the database: their endpoints have room again, which the claim loop takes,
-   * unless the write claimed whatever was ready itself. Then the attempts' slots, freed next
-   * (finish), were counted in that claim's room too.
-   */
-  private written(outcomes: readonly Outcome[], claimed: boolean): void {
-    if (!claimed) return this.claimWake.fire();
-    for (const o of outcomes) this.claimedFor.add(o.delivery.id);
-  }
-
   private finish(delivery: ClaimedAttempt): void {
     this.inFlight.delete(delivery.id);
-    const claimedFor = this.claimedFor.delete(delivery.id);
     if (this.buffer.length > 0) this.dispatch();
-    else if (!claimedFor && this.capacity - this.inFlight.size >= this.lowWater) this.claimWake.fire();
+    else if (this.capacity - this.inFlight.size >= this.lowWater) this.claimWake.fire();
   }
 
   private async attempt(delivery: ClaimedAttempt, opened: Opened): Promise<void> {

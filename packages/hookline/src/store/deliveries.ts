@@ -26,7 +26,7 @@ import {
 } from './endpoint-queues.js';
 import { recordSuccessesPostgres } from './postgres/record-successes.js';
 import { claimPostgres } from './postgres/claim.js';
-import { claimSqlite, claimWithin, ENDPOINTS_PER_CLAIM } from './sqlite/claim.js';
+import { claimSqlite, claimWithin } from './sqlite/claim.js';
 
 /** `held`: waiting behind an earlier delivery of its ordering key to the same endpoint. */
 export const DELIVERY_STATUSES = ['held', 'pending', 'delivering', 'succeeded', 'dead', 'cancelled'] as const;
@@ -380,12 +380,6 @@ export async function recordSuccesses(
   return db.transaction((tx) => recordSuccessesWithin(tx, items, now, ceiling));
 }
 
-/** What a claim made by a flush took: `all` when it left nothing ready behind (up to its limit). */
-export interface FollowingClaimed {
-  attempts: ClaimedAttempt[];
-  all: boolean;
-}
-
 /**
  * recordSuccesses, then a claim (`next`) of what the slots it frees allow, in the same transaction
  * where that saves one: on SQLite a flush and a claim each paid a commit, and the claim its own
@@ -398,14 +392,13 @@ export async function recordSuccessesThenClaim(
   now: number,
   ceiling: number,
   next: ClaimOptions,
-): Promise<{ rows: FencedRow[]; claimed: FollowingClaimed | null }> {
+): Promise<{ rows: FencedRow[]; claimed: ClaimedAttempt[] | null }> {
   if (db.dialect === 'postgres' || items.length === 0 || next.limit <= 0)
     return { rows: await recordSuccesses(db, items, now, ceiling), claimed: null };
   return db.transaction(async (tx) => {
     const rows = await recordSuccessesWithin(tx, items, now, ceiling);
-    const { attempts, endpoints } = await claimWithin(tx, next);
-    const all = endpoints < ENDPOINTS_PER_CLAIM || attempts.length >= next.limit;
-    return { rows, claimed: { attempts, all } };
+    const { attempts } = await claimWithin(tx, next);
+    return { rows, claimed: attempts };
   });
 }
 

@@ -19,7 +19,6 @@ import { deadLetterAnswerAad, deliveryAnswerAad, sealAnswer, splitError } from '
 const FLUSH_SIZE = 256;
 const FLUSH_DELAY_MS = 2;
 const RETRY_FLUSH_MS = 1000;
-const NO_CLAIM: ClaimOptions = { now: 0, leaseUntil: 0, limit: 0, ceiling: 0 };
 
 /** How an attempt's answer bears on the endpoint's adaptive limit. */
 export type LoadSignal = 'fast' | 'slow' | 'congested' | 'none';
@@ -45,8 +44,11 @@ export type Outcome =
  * own transaction (recordSuccessesThenClaim): the worker.
  */
 export interface FollowingClaim {
-  /** What to claim after writing `finishing` outcomes, or null for nothing (too little room). */
-  options(finishing: number): ClaimOptions | null;
+  /**
+   * What to claim after writing `finishing` outcomes at `now`, or null for nothing (too little
+   * room). The claim's time is the flush's: a keyed delivery the flush lets go is due then.
+   */
+  options(finishing: number, now: number): ClaimOptions | null;
   /** Once for each `options` that was not null: what was claimed (empty if nothing, or the write failed). */
   take(attempts: readonly ClaimedAttempt[]): void;
 }
@@ -155,7 +157,8 @@ export class OutcomeWriter {
     // The usual flush: every attempt succeeded at an endpoint that was healthy. Nothing to restore,
     // no dead letters, no retries: the store records it in one statement (PostgreSQL).
     if (batch.every((o) => o.kind === 'succeeded' && o.delivery.endpoint_healthy)) {
-      const next = this.following?.options(batch.length) ?? null;
+      const now = this.ctx.clock();
+      const next = this.following?.options(batch.length, now) ?? null;
       let claimed: ClaimedAttempt[] | null = null;
       try {
         const written = await recordSuccessesThenClaim(
@@ -169,9 +172,9 @@ export class OutcomeWriter {
             fast: o.signal === 'fast',
             ordering_key: o.delivery.ordering_key,
           })),
-          this.ctx.clock(),
+          now,
           config.endpointConcurrency,
-          next ?? NO_CLAIM,
+          next,
         );
         claimed = written.claimed;
         this.ctx.metrics.deliveries.inc({ outcome: 'succeeded' }, written.rows.length);

@@ -111,7 +111,7 @@ export class DeliveryWorker {
     // Written outcomes free room in the endpoints' limits: the claimer may find work again. Where the
     // store can, the flush takes that room itself, in its own transaction (recordSuccessesThenClaim).
     this.outcomes = new OutcomeWriter(ctx, () => this.claimWake.fire(), {
-      options: (finishing) => this.followingClaim(finishing),
+      options: (finishing, now) => this.followingClaim(finishing, now),
       take: (claimed) => this.takeFollowing(claimed),
     });
     this.replays = new ReplayRunner(ctx, {
@@ -278,16 +278,15 @@ export class DeliveryWorker {
   }
 
   /**
-   * What a flush of `finishing` outcomes may claim after them: the room they leave, if a claim would
-   * run for it (see claimLoop). Reserved until takeFollowing, so that a claim of the claim loop
-   * meanwhile does not take the same room.
+   * What a flush of `finishing` outcomes at `now` may claim after them: the room they leave, if a
+   * claim would run for it (see claimLoop). Reserved until takeFollowing, so that a claim of the
+   * claim loop meanwhile does not take the same room.
    */
-  private followingClaim(finishing: number): ClaimOptions | null {
+  private followingClaim(finishing: number, now: number): ClaimOptions | null {
     if (!this.running) return null;
     const room = this.capacity - this.inFlight.size - this.buffer.length - this.reserved + finishing;
     if (room < this.lowWater) return null;
     this.reserved += room;
-    const now = this.ctx.clock();
     return {
       now,
       leaseUntil: now + leaseMs(this.ctx.config.deliveryTimeoutMs),

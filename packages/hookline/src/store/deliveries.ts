@@ -381,8 +381,8 @@ export async function recordSuccesses(
 }
 
 /**
- * recordSuccesses, then a claim (`next`) of what the slots it frees allow, in the same transaction
- * where that saves one: on SQLite a flush and a claim each paid a commit, and the claim its own
+ * recordSuccesses, then a claim (`next`, if any) of what the slots it frees allow, in the same
+ * transaction where that saves one: on SQLite a flush and a claim each paid a commit, and the claim its own
  * check for ready endpoints (docs/architecture.md, "Recording outcomes"). `claimed` is null where the
  * store claims separately (PostgreSQL: each is one statement already, outside any transaction).
  */
@@ -391,9 +391,9 @@ export async function recordSuccessesThenClaim(
   items: readonly SuccessRecord[],
   now: number,
   ceiling: number,
-  next: ClaimOptions,
+  next: ClaimOptions | null,
 ): Promise<{ rows: FencedRow[]; claimed: ClaimedAttempt[] | null }> {
-  if (db.dialect === 'postgres' || items.length === 0 || next.limit <= 0)
+  if (db.dialect === 'postgres' || items.length === 0 || next === null || next.limit <= 0)
     return { rows: await recordSuccesses(db, items, now, ceiling), claimed: null };
   return db.transaction(async (tx) => {
     const rows = await recordSuccessesWithin(tx, items, now, ceiling);

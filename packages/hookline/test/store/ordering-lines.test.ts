@@ -9,6 +9,7 @@ import {
   completeDeliveries,
   failDeliveries,
   recordSuccesses,
+  recordSuccessesThenClaim,
 } from '../../src/store/deliveries.js';
 import { settleQueues } from '../../src/store/endpoint-queues.js';
 import { claimForFanout } from '../../src/store/messages.js';
@@ -72,6 +73,42 @@ describe.each(STORE_KINDS)('ordering lines on %s', (kind) => {
     expect(claimed.find((c) => c.id === ids[0])!.ordering_key).toBe('k1');
     // Nothing else is claimable until a head ends: the held ones are not in the due index.
     expect(await claimAt(db, T0 + 60_000, 100)).toEqual([]);
+  });
+
+  it('a flush that lets the next of a line go claims it in the same transaction (SQLite)', async () => {
+    const { db } = store;
+    await addEndpoint(db, 'ep-a');
+    const ids = await addDeliveries(db, 'ep-a', dueTimes(3), 'd', ['k1', 'k1', 'k1']);
+    const [head] = await claimAt(db, T0, 100);
+    expect(head!.id).toBe(ids[0]);
+    const now = T0 + 10;
+    const written = await recordSuccessesThenClaim(
+      db,
+      [
+        {
+          id: head!.id,
+          attempt: head!.attempts,
+          status: 200,
+          endpoint_id: 'ep-a',
+          tenant_id: 'acme',
+          fast: true,
+          ordering_key: 'k1',
+        },
+      ],
+      now,
+      CEILING,
+      { now, leaseUntil: now + 30_000, limit: 100, ceiling: CEILING },
+    );
+    expect(idsOf(written.rows)).toEqual([ids[0]]);
+    if (kind === 'sqlite') {
+      // Promoted by the flush, due at its time, and taken by its claim: the line moves one delivery a
+      // transaction. The third stays held behind it.
+      expect(idsOf(written.claimed!)).toEqual([ids[1]]);
+      expect(await statuses(ids)).toEqual(['succeeded', 'delivering', 'held']);
+    } else {
+      expect(written.claimed).toBeNull();
+      expect(await statuses(ids)).toEqual(['succeeded', 'pending', 'held']);
+    }
   });
 
   it('a success lets the next of its line go, in line order; lines do not wait for each other', async () => {

@@ -71,8 +71,8 @@ function claimFromSome(db: Db, o: ClaimOptions): Promise<{ attempts: ClaimedAtte
 
 /**
  * A claim's statements, inside a write transaction the caller holds: from the first
- * ENDPOINTS_PER_CLAIM ready endpoints at most. A flush of outcomes ends with one (recordSuccesses),
- * so the slots it frees are taken again without a transaction of their own.
+ * ENDPOINTS_PER_CLAIM ready endpoints at most. A flush of successes ends with one
+ * (recordSuccessesThenClaim), so the slots it frees are taken again without a transaction of their own.
  */
 export async function claimWithin(
   tx: Queryable,

@@ -7,6 +7,7 @@ import {
   advanceLines,
   completeDeliveries,
   failDeliveries,
+  flushClaims,
   recordSuccessesThenClaim,
   type ClaimOptions,
   type ClaimedAttempt,
@@ -158,7 +159,9 @@ export class OutcomeWriter {
     // no dead letters, no retries: the store records it in one statement (PostgreSQL).
     if (batch.every((o) => o.kind === 'succeeded' && o.delivery.endpoint_healthy)) {
       const now = this.ctx.clock();
-      const next = this.following?.options(batch.length, now) ?? null;
+      // Asked only where the store claims in the flush: the worker reserves that room meanwhile.
+      const next =
+        this.following && flushClaims(this.ctx.db) ? this.following.options(batch.length, now) : null;
       let claimed: ClaimedAttempt[] | null = null;
       try {
         const written = await recordSuccessesThenClaim(

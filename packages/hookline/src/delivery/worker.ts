@@ -231,21 +231,14 @@ export class DeliveryWorker {
    * next endpoint becomes ready.
    */
   private async claimLoop(): Promise<void> {
-    const { config } = this.ctx;
     while (this.running) {
-      const held = this.inFlight.size + this.buffer.length + this.reserved;
+      const held = this.held();
       const room = this.capacity - held;
       let claimed = 0;
       let paced = false;
       if (room >= this.lowWater || (held === 0 && room > 0)) {
         try {
-          const now = this.ctx.clock();
-          const batch = await claimDeliveries(this.ctx.db, {
-            now,
-            leaseUntil: now + leaseMs(config.deliveryTimeoutMs),
-            limit: room,
-            ceiling: config.endpointConcurrency,
-          });
+          const batch = await claimDeliveries(this.ctx.db, this.claimOptions(this.ctx.clock(), room));
           claimed = batch.length;
           paced = batch.some((d) => d.send_at != null);
           if (claimed > 0) {
@@ -284,13 +277,23 @@ export class DeliveryWorker {
    */
   private followingClaim(finishing: number, now: number): ClaimOptions | null {
     if (!this.running) return null;
-    const room = this.capacity - this.inFlight.size - this.buffer.length - this.reserved + finishing;
+    const room = this.capacity - this.held() + finishing;
     if (room < this.lowWater) return null;
-    this.reserved += room;
+    this.reserved = room;
+    return this.claimOptions(now, room);
+  }
+
+  /** Attempts in flight, in the buffer and being claimed by a flush: what counts against the capacity. */
+  private held(): number {
+    return this.inFlight.size + this.buffer.length + this.reserved;
+  }
+
+  /** A claim of up to `limit` deliveries at `now`, leased for an attempt's time-out and its slack. */
+  private claimOptions(now: number, limit: number): ClaimOptions {
     return {
       now,
       leaseUntil: now + leaseMs(this.ctx.config.deliveryTimeoutMs),
-      limit: room,
+      limit,
       ceiling: this.ctx.config.endpointConcurrency,
     };
   }

@@ -381,10 +381,18 @@ export async function recordSuccesses(
 }
 
 /**
+ * Whether recordSuccessesThenClaim claims in the flush's own transaction: on SQLite a flush and a
+ * claim each paid a commit. On PostgreSQL each is one statement already, outside any transaction, and
+ * the caller claims separately.
+ */
+export function flushClaims(db: Db): boolean {
+  return db.dialect === 'sqlite';
+}
+
+/**
  * recordSuccesses, then a claim (`next`, if any) of what the slots it frees allow, in the same
- * transaction where that saves one: on SQLite a flush and a claim each paid a commit, and the claim its own
- * check for ready endpoints (docs/architecture.md, "Recording outcomes"). `claimed` is null where the
- * store claims separately (PostgreSQL: each is one statement already, outside any transaction).
+ * transaction where that saves one (flushClaims; docs/architecture.md, "Recording outcomes").
+ * `claimed` is null where no claim was made.
  */
 export async function recordSuccessesThenClaim(
   db: Db,
@@ -393,7 +401,7 @@ export async function recordSuccessesThenClaim(
   ceiling: number,
   next: ClaimOptions | null,
 ): Promise<{ rows: FencedRow[]; claimed: ClaimedAttempt[] | null }> {
-  if (db.dialect === 'postgres' || items.length === 0 || next === null || next.limit <= 0)
+  if (!flushClaims(db) || items.length === 0 || next === null || next.limit <= 0)
     return { rows: await recordSuccesses(db, items, now, ceiling), claimed: null };
   return db.transaction(async (tx) => {
     const rows = await recordSuccessesWithin(tx, items, now, ceiling);

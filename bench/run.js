@@ -7,6 +7,7 @@
 //   ceiling  bullmq  graphile  drain-sqlite  drain-pg  e2e-sqlite  e2e-pg  ingest  ingest-half
 //   backlog  isolation  fanout  memory  ordering  rate-limit
 // BENCH_CPU_PROF=<dir> writes a CPU profile of every hookline process into <dir> (node --cpu-prof).
+// BENCH_NODE_ARGS="--flag …" starts every hookline process with those Node or V8 flags (A/B trials).
 import { execSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';

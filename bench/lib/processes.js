@@ -179,7 +179,9 @@ export function spawnHookline(args, env) {
   const profile = process.env.BENCH_CPU_PROF
     ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
     : [];
-  const child = spawn(process.execPath, [...profile, HOOKLINE_BIN, ...args], {
+  // BENCH_NODE_ARGS adds Node or V8 flags to each hookline process, for trying them side by side.
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...profile, ...nodeArgs, HOOKLINE_BIN, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

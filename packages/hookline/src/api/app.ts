@@ -9,6 +9,7 @@ import type { Context } from '../context.js';
 import { HooklineError } from '../errors.js';
 import type { Emitter } from '../events/emit.js';
 import { MAX_EVENT_BODY_BYTES } from '../events/emit.js';
+import { AccessLog } from './access-log.js';
 import { registerAuth } from './auth.js';
 import { onClientError } from './client-error.js';
 import { errorBody, onFrameworkError, registerErrorHandling } from './errors.js';
@@ -59,6 +60,7 @@ function validators() {
 export async function buildApp(ctx: Context, options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
+    logController: new AccessLog(),
     bodyLimit: MAX_EVENT_BODY_BYTES,
     // The router's own errors (an id that is not valid percent-encoding, or longer than the router
     // will match) never reach setErrorHandler; without this they answer in Fastify's shape, not ours.

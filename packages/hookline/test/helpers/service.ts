@@ -63,6 +63,7 @@ export async function startTestService(
     shutdownGraceMs: 2000,
     db: options.openDb ? options.openDb(database) : database.open(),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   const keyFor = async (role: Role, tenantId = 'acme') =>
     (await createApiKey(service.ctx, { role, tenantId: role === 'tenant' ? tenantId : null }, CLI_ACTOR)).key;

@@ -39,6 +39,15 @@ export interface Service {
   close(): Promise<void>;
 }
 
+/**
+ * Connections the kernel may hold for the API before it accepts them. Node's default, 511, overflowed
+ * when producers opened connections in a burst while the API thread was busy (a cold start under
+ * load): the kernel dropped the extra SYNs, and those clients' first emits waited for their
+ * retransmissions, 1 s and then 3 s later (bench/RESULTS.md, "Session of run T"). Linux caps it
+ * at net.core.somaxconn (4096 by default).
+ */
+export const LISTEN_BACKLOG = 4096;
+
 export async function startService(config: Config, options: ServiceOptions): Promise<Service> {
   const ctx = await createContext(config, options);
   // A long-running process's commits never checkpoint SQLite's log: a thread of its own does. Its
@@ -59,8 +68,9 @@ export async function startService(config: Config, options: ServiceOptions): Pro
     const api = options.api ? await (await import('./api/app.js')).buildApp(ctx, { emitter }) : null;
     let address: string | null = null;
     let health: HealthServer | null = null;
-    if (options.listen && api) address = await api.listen({ port: config.port, host: config.host });
-    else if (options.listen) {
+    if (options.listen && api) {
+      address = await api.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
+    } else if (options.listen) {
       health = await startHealthServer(ctx, config.workerAdminPort, config.host);
       address = health.address;
     }

@@ -1,7 +1,8 @@
 // The producer, in its own process: POST /v1/events over HTTP (undici Pool), either closed-loop with
 // `concurrency` requests in flight or paced at `rate` per second. Each event carries its send time
 // in data.sentAt so the subscriber can measure emit-to-delivery latency. Answers with counts, the
-// achieved rate and emit latency percentiles (the first `warmup` emits are left out of both).
+// achieved rate and emit latency percentiles (the first `warmup` emits are left out of both; `all`
+// has the percentiles with them).
 import { Pool } from 'undici';
 import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
 import { EVENT_TYPE, eventData } from './payload.js';
@@ -44,6 +45,7 @@ function main() {
   });
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
   const latencies = new Samples();
+  const allLatencies = new Samples();
   const statuses = {};
   let sent = 0;
   let ok = 0;
@@ -77,6 +79,7 @@ function main() {
         ok++;
         lastDone = t1;
         if (seq - seqStart >= warmup) latencies.push(t1 - t0);
+        allLatencies.push(t1 - t0);
         if (ok === warmup) warmupDoneAt = t1;
         return;
       }
@@ -112,7 +115,10 @@ function main() {
       }
       // Answers still missing `graceMs` after the last emit count at their age so far (a lower bound).
       await Promise.race([Promise.all(jobs), sleep(graceMs)]);
-      for (const t0 of waiting.values()) latencies.push(now() - t0);
+      for (const t0 of waiting.values()) {
+        latencies.push(now() - t0);
+        allLatencies.push(now() - t0);
+      }
     } else {
       const loop = async () => {
         while (more()) await once(seqStart + sent++);
@@ -135,6 +141,7 @@ function main() {
       elapsedMs: lastDone - start,
       rate: counted > 0 ? (counted / (lastDone - from)) * 1000 : NaN,
       ...summarize(latencies.view()),
+      all: summarize(allLatencies.view()),
     };
   }
 

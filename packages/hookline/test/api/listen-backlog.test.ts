@@ -5,10 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { startService, type Service } from '../../src/service.js';
-import { testEnv } from '../helpers/service.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/stores.js';
+import { startTestService, type TestService } from '../helpers/service.js';
 
 const NETSTAT = '/proc/net/netstat';
 const SOMAXCONN = '/proc/sys/net/core/somaxconn';
@@ -24,26 +21,17 @@ function listenOverflows(): number {
 }
 
 describe.skipIf(!roomForBurst)('listen backlog', () => {
-  let database: TestDatabase;
-  let service: Service;
+  let t: TestService;
 
   beforeAll(async () => {
-    database = await createTestDatabase('sqlite');
-    service = await startService(loadConfig(testEnv(database)), {
-      api: true,
-      worker: false,
-      listen: true,
-      processMetrics: false,
-      db: database.open(),
-    });
+    t = await startTestService('sqlite', { listen: true });
   });
   afterAll(async () => {
-    await service?.close();
-    await database?.drop();
+    await t?.close();
   });
 
   it('holds a burst of 1,500 connections made while the event loop is busy', async () => {
-    const { port } = new URL(service.address!);
+    const { port } = new URL(t.service.address!);
     const before = listenOverflows();
     // The connections reach the kernel before this thread, the API's, returns to its event loop to
     // accept any of them (net.connect makes its call on the next tick, and the count is read after

@@ -53,17 +53,17 @@ export async function startTestService(
     openDb?: (database: TestDatabase) => Db;
   } & Partial<ServiceOptions> = {},
 ): Promise<TestService> {
+  const { env, worker, openDb, workerOptions, ...serviceOptions } = options;
   const database = await createTestDatabase(kind);
-  const config = loadConfig(testEnv(database, options.env));
+  const config = loadConfig(testEnv(database, env));
   const service = await startService(config, {
     api: true,
-    worker: options.worker ?? false,
     processMetrics: false,
-    workerOptions: { pollIntervalMs: 50, reapIntervalMs: 200, ...options.workerOptions },
     shutdownGraceMs: 2000,
-    db: options.openDb ? options.openDb(database) : database.open(),
-    ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
+    ...serviceOptions,
+    worker: worker ?? false,
+    workerOptions: { pollIntervalMs: 50, reapIntervalMs: 200, ...workerOptions },
+    db: openDb ? openDb(database) : database.open(),
   });
   const keyFor = async (role: Role, tenantId = 'acme') =>
     (await createApiKey(service.ctx, { role, tenantId: role === 'tenant' ? tenantId : null }, CLI_ACTOR)).key;

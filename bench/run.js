@@ -3,7 +3,8 @@
 // Every process — subscriber, emitters, baselines, each hookline process — is a separate child; hookline
 // is driven only through its CLI, HOOKLINE_* variables and HTTP API. One table on stdout (progress on
 // stderr), every figure measured in this run with its ratio beside it; also written to
-// bench/last-run.md with the machine it ran on. Cases (for --only, by name or prefix):
+// bench/last-run.md with the machine it ran on. The subscriber answers 3,000 POSTs of its own before
+// each case uses it, as a long-running receiver would be warm (lib/subscriber.js). Cases (for --only, by name or prefix):
 //   ceiling  bullmq  graphile  drain-sqlite  drain-pg  e2e-sqlite  e2e-pg  ingest  ingest-half
 //   backlog  isolation  fanout  memory  ordering  rate-limit
 // BENCH_CPU_PROF=<dir> writes a CPU profile of every hookline process into <dir> (node --cpu-prof).

@@ -5,7 +5,15 @@
 //   down  does not listen (connections are refused) until told `up`
 // The orchestrator asks it over IPC for counts, for the time of the n-th delivery, and to wait until
 // n deliveries have arrived (reporting a stall when none arrive for a while).
+//
+// It stands for a subscriber's long-running server, so it starts warm: before it reports ready it
+// answers WARM_UP_POSTS signed POSTs of its own, which are then forgotten. Started cold, its first
+// ~2,000 requests ran at a fraction of the warm rate while V8 compiled its code, and every drain
+// timed from a worker's spawn (hookline's, BullMQ's, graphile-worker's) paid for that, but not the
+// ceiling, which is taken after warm-up requests (bench/RESULTS.md, "Session of run U").
 import { createServer } from 'node:http';
+import { Pool } from 'undici';
+import { deliveryBody, eventData, newSecret, signedHeaders } from './payload.js';
 import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
 import { Samples, deliveryRate, now, summarize } from './stats.js';
 
@@ -35,6 +43,30 @@ export async function awaitDeliveries(subscriber, n, start, { stallMs = 60_000, 
     firstAfterMs: r.first === null ? NaN : r.first - start,
     secondHalfRate,
   };
+}
+
+const WARM_UP_POSTS = 3000;
+
+/** Sends `count` signed ~1 KiB POSTs, 64 at a time, to this process's own server at `origin`. */
+async function warmUp(origin, count) {
+  const pool = new Pool(origin, { connections: 64, pipelining: 1 });
+  const secret = newSecret();
+  let next = 0;
+  const loop = async () => {
+    while (next < count) {
+      const i = next++;
+      const body = deliveryBody(eventData(i));
+      const res = await pool.request({
+        path: '/warm-up',
+        method: 'POST',
+        headers: signedHeaders(secret, `msg_warm_${i}`, body),
+        body,
+      });
+      await res.body.dump();
+    }
+  };
+  await Promise.all(Array.from({ length: 64 }, loop));
+  await pool.close();
 }
 
 function main() {
@@ -92,6 +124,15 @@ function main() {
     last: arrivals.length ? arrivals.data[arrivals.length - 1] : null,
   });
 
+  const reset = () => {
+    seen.clear();
+    arrivals.clear();
+    latencies.clear();
+    total = 0;
+    hanging = 0;
+    lastArrival = now();
+  };
+
   serveRequests({
     stats,
     /** Time of the k-th delivery (1-based), or null if fewer have arrived. */
@@ -99,14 +140,7 @@ function main() {
     /** Emit-to-delivery latency of the deliveries numbered from..to (1-based, inclusive). */
     latency: ({ from = 1, to = arrivals.length } = {}) =>
       summarize(latencies.view().subarray(Math.max(0, from - 1), Math.min(to, latencies.length))),
-    reset: () => {
-      seen.clear();
-      arrivals.clear();
-      latencies.clear();
-      total = 0;
-      hanging = 0;
-      lastArrival = now();
-    },
+    reset,
     up: async () => {
       mode = 'ok';
       if (!server.listening) await listen();
@@ -137,6 +171,10 @@ function main() {
 
   (async () => {
     if (mode !== 'down') await listen();
+    if (mode === 'ok') {
+      await warmUp(`http://127.0.0.1:${port}`, WARM_UP_POSTS);
+      reset();
+    }
     process.send({ event: 'ready' });
   })();
 }

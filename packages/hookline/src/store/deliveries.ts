@@ -101,8 +101,12 @@ const lineId = (l: { endpoint_id: string; ordering_key: string | null }) =>
   `${l.endpoint_id}\u0000${l.ordering_key}`;
 
 const LINE_COLUMNS = { item_endpoint: 'text', item_key: 'text' } as const;
-/** The partial index's own predicate, word for word, so both engines use deliveries_open_by_line. */
-const OPEN_IN_LINE = "status IN ('pending', 'delivering', 'held')";
+/**
+ * The partial index's own predicate, word for word, so both engines use deliveries_open_by_line: a
+ * delivery is unfinished (pending, delivering or held) exactly while it has no completion time, and
+ * the claims and promotions that move it between those states leave the index alone.
+ */
+const OPEN_IN_LINE = 'completed_at IS NULL';
 
 /**
  * Lines that already have an unfinished delivery (docs/architecture.md, "Ordering keys"). Run with the

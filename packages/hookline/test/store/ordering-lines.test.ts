@@ -13,6 +13,7 @@ import {
 } from '../../src/store/deliveries.js';
 import { settleQueues } from '../../src/store/endpoint-queues.js';
 import { claimForFanout } from '../../src/store/messages.js';
+import { statements as lineIndexMigration } from '../../src/store/migrations/007-line-index-by-completion.js';
 import { STORE_KINDS } from '../helpers/stores.js';
 import {
   CEILING,
@@ -38,7 +39,20 @@ describe.each(STORE_KINDS)('ordering lines on %s', (kind) => {
     await store.close();
   });
 
-  const statuses = async (ids: readonly string[]) => (await deliveriesOf(store.db, ids)).map((d) => d.status);
+  /**
+   * The deliveries' statuses; on the way, each must have a completion time exactly when it is finished:
+   * that is how deliveries_open_by_line tells a line's unfinished rows (migration 007).
+   */
+  const statuses = async (ids: readonly string[]) => {
+    const rows = await deliveriesOf(store.db, ids);
+    for (const d of rows) {
+      const unfinished = d.status === 'pending' || d.status === 'delivering' || d.status === 'held';
+      expect(d.completed_at === null, `${d.id} is ${d.status}, completed_at ${d.completed_at}`).toBe(
+        unfinished,
+      );
+    }
+    return rows.map((d) => d.status);
+  };
 
   /** Records successes the way the outcome writer does (SQLite: one transaction; PostgreSQL too when keyed). */
   const succeed = (
@@ -205,6 +219,23 @@ describe.each(STORE_KINDS)('ordering lines on %s', (kind) => {
     await db.transaction((tx) => cancelForEndpoint(tx, 'ep-a', T0));
     expect(await statuses(ids)).toEqual(['cancelled', 'cancelled', 'cancelled']);
     expect(await queueOf(db, 'ep-a')).toMatchObject({ queued: 0, in_flight: 0 });
+  });
+
+  it('migration 007 gives a finished delivery without a completion time one, so it leaves its line', async () => {
+    const { db } = store;
+    await addEndpoint(db, 'ep-a');
+    const ids = await addDeliveries(db, 'ep-a', dueTimes(2), 'd', ['k', 'k']);
+    // As a row finished by an earlier version might be: dead, but without completed_at.
+    await db.run(
+      `UPDATE deliveries SET status = 'dead', completed_at = NULL, updated_at = $2 WHERE id = $1`,
+      [ids[0], T0 + 7],
+    );
+    const [fixUp] = lineIndexMigration(kind);
+    await db.run(fixUp!);
+    expect((await deliveriesOf(db, [ids[0]!]))[0]).toMatchObject({ status: 'dead', completed_at: T0 + 7 });
+    // The line's head is now the held one, and a success elsewhere in the line lets it go.
+    await db.transaction((tx) => advanceLines(tx, [{ endpoint_id: 'ep-a', ordering_key: 'k' }], T0 + 8));
+    expect(await statuses(ids)).toEqual(['dead', 'pending']);
   });
 
   it('fan-out takes a keyed message only after the earlier messages of its key, taking them in if it can', async () => {

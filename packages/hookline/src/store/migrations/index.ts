@@ -7,6 +7,7 @@ import * as m003 from './003-circuit-breaker.js';
 import * as m004 from './004-delivery-engine.js';
 import * as m005 from './005-ordering-and-rate-limits.js';
 import * as m006 from './006-replay-jobs.js';
+import * as m007 from './007-line-index-by-completion.js';
 
 interface Migration {
   version: number;
@@ -21,6 +22,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, ...m004 },
   { version: 5, ...m005 },
   { version: 6, ...m006 },
+  { version: 7, ...m007 },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.length;

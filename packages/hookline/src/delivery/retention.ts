@@ -2,6 +2,7 @@
 // old statistics and finished bulk-replay jobs go after HOOKLINE_RETENTION_DAYS. Any worker may run
 // it; the deletes are idempotent, so several workers doing so at once only share the work.
 import type { Context } from '../context.js';
+import { recountDeadLetters } from '../store/dead-letters.js';
 import {
   pruneFinishedDeliveries,
   pruneOrphanMessages,
@@ -23,6 +24,9 @@ export async function pruneOnce(ctx: Context): Promise<PruneResult> {
   for (let n = -1; n !== 0;) result.messages += n = await pruneOrphanMessages(ctx.db, before);
   result.samples = await pruneSamples(ctx.db, before);
   result.replayJobs = await pruneReplayJobs(ctx.db, before);
+  // Not pruning: the dead-letter count is kept by the flushes that write them, and set right here
+  // should an operator have deleted some by hand (store/dead-letters.ts, recountDeadLetters).
+  await recountDeadLetters(ctx.db);
   return result;
 }
 

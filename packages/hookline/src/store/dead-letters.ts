@@ -1,4 +1,13 @@
-import { blobFromHex, jsonRecords, limitParam, placeholders, type Queryable, type SqlValue } from './db.js';
+import {
+  blobFromHex,
+  forUpdate,
+  jsonRecords,
+  limitParam,
+  placeholders,
+  type Db,
+  type Queryable,
+  type SqlValue,
+} from './db.js';
 
 export interface DeadLetterRow {
   id: string;
@@ -25,8 +34,17 @@ export type DeadLetterSummary = Omit<DeadLetterRow, 'original'> & { replay_statu
 
 const DEAD_LETTER_COLUMNS = 14;
 
-/** Writes the records of deliveries that died, one multi-row insert per few hundred. */
+/** The row of `counters` that holds how many dead letters there are (migration 8). */
+const DEAD_LETTERS_COUNTER = 'dead_letters';
+
+/**
+ * Writes the records of deliveries that died, one multi-row insert per few hundred, and adds them to
+ * the dead-letter count (countDeadLetters), in the caller's transaction. Only outcome flushes write
+ * dead letters, and each takes the counter's row at the same point, after its deliveries: it adds no
+ * lock-order cycle (docs/architecture.md, "Lock order").
+ */
 export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterRow[]): Promise<void> {
+  if (rows.length === 0) return;
   for (let start = 0; start < rows.length; start += 200) {
     const chunk = rows.slice(start, start + 200);
     const params: SqlValue[] = [];
@@ -51,6 +69,7 @@ export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterR
       params,
     );
   }
+  await q.run(`UPDATE counters SET value = value + $1 WHERE name = '${DEAD_LETTERS_COUNTER}'`, [rows.length]);
 }
 
 /** Replays that died again update the records they came from instead of adding second ones. */
@@ -234,7 +253,28 @@ export async function markReplayed(
   return changed === 1;
 }
 
+/**
+ * Counts the dead letters afresh and sets the counter to it: the hourly retention job's safety net for
+ * dead letters deleted by hand (docs/scaling.md). The counter's row is locked before the count, so a
+ * flush writing dead letters meanwhile has either committed, and is counted, or waits and adds its
+ * own afterwards.
+ */
+export async function recountDeadLetters(db: Db): Promise<number> {
+  return db.transaction(async (tx) => {
+    await tx.one(`SELECT value FROM counters WHERE name = $1 ${forUpdate(tx.dialect)}`, [
+      DEAD_LETTERS_COUNTER,
+    ]);
+    const row = await tx.one<{ n: number }>('SELECT COUNT(*) AS n FROM dead_letters');
+    const n = Number(row?.n ?? 0);
+    await tx.run('UPDATE counters SET value = $1 WHERE name = $2', [n, DEAD_LETTERS_COUNTER]);
+    return n;
+  });
+}
+
+/** How many dead letters there are: one row read, whatever their number (migration 8). */
 export async function countDeadLetters(q: Queryable): Promise<number> {
-  const row = await q.one<{ n: number }>('SELECT COUNT(*) AS n FROM dead_letters');
+  const row = await q.one<{ n: number }>(
+    `SELECT value AS n FROM counters WHERE name = '${DEAD_LETTERS_COUNTER}'`,
+  );
   return Number(row?.n ?? 0);
 }

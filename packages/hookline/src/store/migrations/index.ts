@@ -8,6 +8,7 @@ import * as m004 from './004-delivery-engine.js';
 import * as m005 from './005-ordering-and-rate-limits.js';
 import * as m006 from './006-replay-jobs.js';
 import * as m007 from './007-line-index-by-completion.js';
+import * as m008 from './008-dead-letter-count.js';
 
 interface Migration {
   version: number;
@@ -23,6 +24,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, ...m005 },
   { version: 6, ...m006 },
   { version: 7, ...m007 },
+  { version: 8, ...m008 },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.length;

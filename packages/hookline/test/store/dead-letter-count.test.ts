@@ -1,0 +1,86 @@
+// The dead-letter count, on both stores: kept by the flushes that write dead letters, read as one row
+// by /metrics, the console and the queue sampler, and set right by the hourly retention job should
+// rows be deleted by hand (store/dead-letters.ts, migration 8).
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  countDeadLetters,
+  insertDeadLetters,
+  recountDeadLetters,
+  type DeadLetterRow,
+} from '../../src/store/dead-letters.js';
+import { statements as deadLetterCountMigration } from '../../src/store/migrations/008-dead-letter-count.js';
+import { STORE_KINDS } from '../helpers/stores.js';
+import { T0, openQueueStore, type QueueStore } from './queue-fixtures.js';
+
+describe.each(STORE_KINDS)('dead-letter count on %s', (kind) => {
+  let store: QueueStore;
+  beforeEach(async () => {
+    store = await openQueueStore(kind);
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+
+  let next = 0;
+  const deadLetters = (n: number): DeadLetterRow[] =>
+    Array.from({ length: n }, () => {
+      const i = next++;
+      return {
+        id: `dl_${i}`,
+        delivery_id: `dlv_${i}`,
+        tenant_id: 'acme',
+        endpoint_id: 'ep-a',
+        message_id: `msg_${i}`,
+        event_type: 'user.created',
+        attempts: 3,
+        last_error: 'HTTP 500',
+        last_response: null,
+        original: Buffer.from(`sealed ${i}`),
+        died_at: T0,
+        replayed_at: null,
+        replay_delivery_id: null,
+        ordering_key: null,
+      };
+    });
+  const scanned = async () =>
+    Number((await store.db.one<{ n: number }>('SELECT COUNT(*) AS n FROM dead_letters'))!.n);
+
+  it('counts what the flushes write, in their transaction, without reading the dead letters', async () => {
+    const { db } = store;
+    expect(await countDeadLetters(db)).toBe(0);
+    await db.transaction((tx) => insertDeadLetters(tx, deadLetters(3)));
+    // More than one multi-row insert's worth at once.
+    await db.transaction((tx) => insertDeadLetters(tx, deadLetters(250)));
+    await db.transaction((tx) => insertDeadLetters(tx, []));
+    expect(await countDeadLetters(db)).toBe(253);
+    expect(await scanned()).toBe(253);
+    // A flush that rolls back takes its count with it.
+    await expect(
+      db.transaction(async (tx) => {
+        await insertDeadLetters(tx, deadLetters(5));
+        throw new Error('the flush failed');
+      }),
+    ).rejects.toThrow('the flush failed');
+    expect(await countDeadLetters(db)).toBe(253);
+  });
+
+  it('the retention job sets the count right after dead letters were deleted by hand', async () => {
+    const { db } = store;
+    await db.transaction((tx) => insertDeadLetters(tx, deadLetters(20)));
+    await db.run(`DELETE FROM dead_letters WHERE id IN (SELECT id FROM dead_letters ORDER BY id LIMIT 7)`);
+    expect(await countDeadLetters(db)).toBe(20);
+    expect(await recountDeadLetters(db)).toBe(13);
+    expect(await countDeadLetters(db)).toBe(13);
+    await db.transaction((tx) => insertDeadLetters(tx, deadLetters(2)));
+    expect(await countDeadLetters(db)).toBe(15);
+  });
+
+  it('migration 8 starts the count at the dead letters already there', async () => {
+    const { db } = store;
+    await db.transaction((tx) => insertDeadLetters(tx, deadLetters(4)));
+    await db.run('DELETE FROM counters');
+    const [, startCount] = deadLetterCountMigration(kind);
+    await db.run(startCount!);
+    expect(await countDeadLetters(db)).toBe(4);
+  });
+});

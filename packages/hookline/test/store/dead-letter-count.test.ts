@@ -1,6 +1,7 @@
 // The dead-letter count, on both stores: kept by the flushes that write dead letters, read as one row
 // by /metrics, the console and the queue sampler, and set right by the hourly retention job should
 // rows be deleted by hand (store/dead-letters.ts, migration 8).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   countDeadLetters,
@@ -74,6 +75,36 @@ describe.each(STORE_KINDS)('dead-letter count on %s', (kind) => {
     await db.transaction((tx) => insertDeadLetters(tx, deadLetters(2)));
     expect(await countDeadLetters(db)).toBe(15);
   });
+
+  it.runIf(kind === 'postgres')(
+    'a recount waits for a flush writing dead letters, and counts them once it has committed',
+    async () => {
+      const { db } = store;
+      const other = store.open();
+      await db.transaction((tx) => insertDeadLetters(tx, deadLetters(2)));
+      let commit!: () => void;
+      const held = new Promise<void>((resolve) => (commit = resolve));
+      let written!: () => void;
+      const inserted = new Promise<void>((resolve) => (written = resolve));
+      // A flush that has written three dead letters and counted them, not yet committed.
+      const flush = db.transaction(async (tx) => {
+        await insertDeadLetters(tx, deadLetters(3));
+        written();
+        await held;
+      });
+      await inserted;
+      const recount = recountDeadLetters(other);
+      // The recount is blocked on the counter's row while the flush holds it.
+      const early = await Promise.race([recount.then(() => 'done'), sleep(300).then(() => 'waiting')]);
+      expect(early).toBe('waiting');
+      commit();
+      await flush;
+      // Counted after the flush committed: a count taken before its rows were visible would say 2.
+      expect(await recount).toBe(5);
+      expect(await countDeadLetters(db)).toBe(5);
+      expect(await scanned()).toBe(5);
+    },
+  );
 
   it('migration 8 starts the count at the dead letters already there', async () => {
     const { db } = store;

@@ -41,7 +41,7 @@ const DEAD_LETTERS_COUNTER = 'dead_letters';
  * Writes the records of deliveries that died, one multi-row insert per few hundred, and adds them to
  * the dead-letter count (countDeadLetters), in the caller's transaction. Only outcome flushes write
  * dead letters, and each takes the counter's row at the same point, after its deliveries: it adds no
- * lock-order cycle (docs/architecture.md, "Lock order").
+ * lock-order cycle (store/endpoint-queues.ts, lockQueues; docs/architecture.md, "Endpoint queues").
  */
 export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterRow[]): Promise<void> {
   if (rows.length === 0) return;

@@ -322,8 +322,8 @@ export async function clearQueue(q: Queryable, endpointId: string): Promise<void
 
 /**
  * Locks endpoints' queue rows, in id order, before their deliveries or endpoint rows are changed: the
- * lock order every transaction follows (queue rows, then deliveries, then endpoint rows), so two of
- * them never wait on each other in opposite orders.
+ * lock order every transaction follows (queue rows, then deliveries, then the dead-letter counter,
+ * then endpoint rows), so two of them never wait on each other in opposite orders.
  */
 export async function lockQueues(q: Queryable, endpointIds: readonly string[]): Promise<void> {
   if (q.dialect !== 'postgres' || endpointIds.length === 0) return;

@@ -266,7 +266,12 @@ export async function recountDeadLetters(db: Db): Promise<number> {
     ]);
     const row = await tx.one<{ n: number }>('SELECT COUNT(*) AS n FROM dead_letters');
     const n = Number(row?.n ?? 0);
-    await tx.run('UPDATE counters SET value = $1 WHERE name = $2', [n, DEAD_LETTERS_COUNTER]);
+    // An upsert: a counter row lost to a hand-made DELETE comes back.
+    await tx.run(
+      `INSERT INTO counters (name, value) VALUES ($1, $2)
+       ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+      [DEAD_LETTERS_COUNTER, n],
+    );
     return n;
   });
 }

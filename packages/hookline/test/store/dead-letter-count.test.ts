@@ -74,6 +74,11 @@ describe.each(STORE_KINDS)('dead-letter count on %s', (kind) => {
     expect(await countDeadLetters(db)).toBe(13);
     await db.transaction((tx) => insertDeadLetters(tx, deadLetters(2)));
     expect(await countDeadLetters(db)).toBe(15);
+    // Even the counter's own row, deleted by hand, comes back.
+    await db.run('DELETE FROM counters');
+    expect(await countDeadLetters(db)).toBe(0);
+    expect(await recountDeadLetters(db)).toBe(15);
+    expect(await countDeadLetters(db)).toBe(15);
   });
 
   it.runIf(kind === 'postgres')(

@@ -116,8 +116,9 @@ function main() {
       // Answers still missing `graceMs` after the last emit count at their age so far (a lower bound).
       await Promise.race([Promise.all(jobs), sleep(graceMs)]);
       for (const t0 of waiting.values()) {
-        latencies.push(now() - t0);
-        allLatencies.push(now() - t0);
+        const waited = now() - t0;
+        latencies.push(waited);
+        allLatencies.push(waited);
       }
     } else {
       const loop = async () => {

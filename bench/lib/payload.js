@@ -37,3 +37,30 @@ export function signedHeaders(secret, hookId, body) {
 
 /** The body of a delivery for `data`, as a webhook sender would serialize it. */
 export const deliveryBody = (data) => JSON.stringify({ type: EVENT_TYPE, data });
+
+/**
+ * `count` signed delivery POSTs to `path` (undici request options), under one fresh secret, hook-ids
+ * `<idPrefix><i>`: what the ceiling sends, and what the subscriber warms itself up with.
+ */
+export function signedPosts(path, count, idPrefix = 'msg_') {
+  const secret = newSecret();
+  return Array.from({ length: count }, (_, i) => {
+    const body = deliveryBody(eventData(i));
+    return { path, method: 'POST', headers: signedHeaders(secret, `${idPrefix}${i}`, body), body };
+  });
+}
+
+/** Sends `requests` through an undici `pool`, `concurrency` at a time; resolves with how many were not 2xx. */
+export async function postAll(pool, requests, concurrency) {
+  let next = 0;
+  let failed = 0;
+  const loop = async () => {
+    while (next < requests.length) {
+      const res = await pool.request(requests[next++]);
+      await res.body.dump();
+      if (res.statusCode >= 300) failed++;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, loop));
+  return failed;
+}

@@ -13,7 +13,7 @@
 // ceiling, which is taken after warm-up requests (bench/RESULTS.md, "Session of run U").
 import { createServer } from 'node:http';
 import { Pool } from 'undici';
-import { deliveryBody, eventData, newSecret, signedHeaders } from './payload.js';
+import { postAll, signedPosts } from './payload.js';
 import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
 import { Samples, deliveryRate, now, summarize } from './stats.js';
 
@@ -50,22 +50,7 @@ const WARM_UP_POSTS = 3000;
 /** Sends `count` signed ~1 KiB POSTs, 64 at a time, to this process's own server at `origin`. */
 async function warmUp(origin, count) {
   const pool = new Pool(origin, { connections: 64, pipelining: 1 });
-  const secret = newSecret();
-  let next = 0;
-  const loop = async () => {
-    while (next < count) {
-      const i = next++;
-      const body = deliveryBody(eventData(i));
-      const res = await pool.request({
-        path: '/warm-up',
-        method: 'POST',
-        headers: signedHeaders(secret, `msg_warm_${i}`, body),
-        body,
-      });
-      await res.body.dump();
-    }
-  };
-  await Promise.all(Array.from({ length: 64 }, loop));
+  await postAll(pool, signedPosts('/warm-up', count, 'msg_warm_'), 64);
   await pool.close();
 }
 

@@ -51,6 +51,8 @@ function nextNonce(): Buffer {
 export class Envelope {
   private readonly byId: Map<string, Buffer>;
   private readonly digestKey: Buffer;
+  /** The version and key id every seal starts with: the same bytes for every seal with this key. */
+  private readonly header: Buffer;
 
   /** `current` encrypts; `previous` keys only decrypt (rows written before a key rotation). */
   constructor(
@@ -59,6 +61,8 @@ export class Envelope {
   ) {
     this.byId = new Map([...previous, current].map((k) => [k.id, k.key]));
     this.digestKey = Buffer.from(hkdfSync('sha256', current.key, Buffer.alloc(0), 'hookline digest', 32));
+    const keyId = Buffer.from(current.id, 'ascii');
+    this.header = Buffer.concat([Buffer.from([VERSION, keyId.length]), keyId]);
   }
 
   /** A keyed digest, for comparing data that must not be stored in clear (an unkeyed hash would confirm guesses). */
@@ -70,13 +74,15 @@ export class Envelope {
     return this.current.id;
   }
 
+  // Every stored payload is sealed on an emit and opened on each delivery, so both copy as little as
+  // they can: GCM's final() adds no bytes, and the sealed layout is written in one allocation.
   seal(plaintext: Buffer | string, aad: string): Buffer {
     const nonce = nextNonce();
     const cipher = createCipheriv('aes-256-gcm', this.current.key, nonce);
     cipher.setAAD(Buffer.from(aad, 'utf8'));
-    const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-    const keyId = Buffer.from(this.current.id, 'ascii');
-    return Buffer.concat([Buffer.from([VERSION, keyId.length]), keyId, nonce, body, cipher.getAuthTag()]);
+    const body = cipher.update(plaintext);
+    cipher.final();
+    return Buffer.concat([this.header, nonce, body, cipher.getAuthTag()]);
   }
 
   open(sealed: Buffer, aad: string): Buffer {
@@ -96,10 +102,9 @@ export class Envelope {
     decipher.setAAD(Buffer.from(aad, 'utf8'));
     decipher.setAuthTag(sealed.subarray(tagStart));
     try {
-      return Buffer.concat([
-        decipher.update(sealed.subarray(nonceStart + NONCE_BYTES, tagStart)),
-        decipher.final(),
-      ]);
+      const plaintext = decipher.update(sealed.subarray(nonceStart + NONCE_BYTES, tagStart));
+      decipher.final(); // checks the tag; GCM has no bytes left to give
+      return plaintext;
     } catch {
       throw new DecryptionError('envelope failed authentication (wrong key, wrong row or tampered data)');
     }

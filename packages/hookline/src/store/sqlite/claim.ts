@@ -139,7 +139,8 @@ export async function claimWithin(
     settled.push({
       item_endpoint: r.endpoint_id,
       item_claimed: claimed,
-      item_due: rows[claimed]?.next_attempt_at ?? null,
+      // Checked, not read past the end: an out-of-bounds read deoptimises this function.
+      item_due: claimed < rows.length ? rows[claimed]!.next_attempt_at : null,
       item_tat: tat,
       item_throttled: tat === null ? null : Math.ceil((tat - r.rate_tolerance_us!) / 1000),
     });

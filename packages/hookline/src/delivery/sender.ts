@@ -165,7 +165,10 @@ export class Sender implements Sending {
         settled = true;
         Deadlines.clear(deadline);
         cancel?.removeEventListener('abort', onCancel);
-        resolve({ ...partial, durationMs: performance.now() - started });
+        // Not `{ ...partial, durationMs }`: that made a new hidden class for every attempt (V8's
+        // --log-maps), so every read of a result was megamorphic (bench/RESULTS.md, "Session of run W").
+        const { ok, status, error, retryAfterMs } = partial;
+        resolve({ ok, status, error, retryAfterMs, durationMs: performance.now() - started });
       };
       const failed = (error: string) => finish({ ok: false, status: null, error, retryAfterMs: null });
       const deadline = this.deadlines.add(started + timeoutMs, () => {

@@ -170,7 +170,11 @@ export class Emitter {
       return Promise.reject(err);
     }
     return new Promise<EmitResult>((resolve, reject) => {
-      this.waiting.push({ ...prepared, resolve, reject });
+      // Field by field, not `{ ...prepared, resolve, reject }`: a spread that adds properties made a
+      // new hidden class for every emit here (V8's --log-maps: two a request), and every read of a
+      // Waiting was megamorphic (bench/RESULTS.md, "Session of run W").
+      const { input, key, fingerprint, id, payload } = prepared;
+      this.waiting.push({ input, key, fingerprint, id, payload, resolve, reject });
       // The write starts after the requests read in this turn of the event loop have joined it: an
       // SQLite transaction runs synchronously, so starting at once would commit each emit alone.
       if (!this.writing) {

@@ -318,6 +318,17 @@ export interface FencedRow {
 }
 
 const REF_COLUMNS = { item_id: 'text', item_attempt: 'int' } as const;
+// The column sets are built once: a spread adding properties, run per flush, made a new hidden class
+// each time (V8's --log-maps; bench/RESULTS.md, "Session of run W").
+const SUCCESS_COLUMNS = { ...REF_COLUMNS, item_status: 'int' } as const;
+const FAILURE_COLUMNS = {
+  ...REF_COLUMNS,
+  item_status: 'int',
+  item_error: 'text',
+  item_response: 'text',
+  item_retry: 'bigint',
+  item_headers: 'text',
+} as const;
 /**
  * The fence of a transition of the batch in parameter $1 (joined as `t`). On PostgreSQL the ids are
  * also given as an array, so the rows are found by primary key whatever the plan kept for the
@@ -340,7 +351,7 @@ export async function completeDeliveries(
   now: number,
 ): Promise<FencedRow[]> {
   if (items.length === 0) return [];
-  const t = jsonRecords(q.dialect, 1, { ...REF_COLUMNS, item_status: 'int' });
+  const t = jsonRecords(q.dialect, 1, SUCCESS_COLUMNS);
   return q.all<FencedRow>(
     `UPDATE deliveries SET status = 'succeeded', last_status = t.item_status, last_error = NULL,
        last_response = NULL, lease_expires_at = NULL, completed_at = $2, updated_at = $2
@@ -467,14 +478,7 @@ export async function failDeliveries(
   now: number,
 ): Promise<(FencedRow & { status: 'pending' | 'dead'; next_attempt_at: number })[]> {
   if (items.length === 0) return [];
-  const t = jsonRecords(q.dialect, 1, {
-    ...REF_COLUMNS,
-    item_status: 'int',
-    item_error: 'text',
-    item_response: 'text',
-    item_retry: 'bigint',
-    item_headers: 'text',
-  });
+  const t = jsonRecords(q.dialect, 1, FAILURE_COLUMNS);
   const rows = await q.all<FencedRow & { status: 'pending' | 'dead'; next_attempt_at: number }>(
     `UPDATE deliveries SET
        status = CASE WHEN t.item_retry IS NULL THEN 'dead' ELSE 'pending' END,

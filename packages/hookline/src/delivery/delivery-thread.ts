@@ -12,6 +12,7 @@ import type { Db } from '../store/db.js';
 import { SqliteDb } from '../store/sqlite/sqlite-db.js';
 import { startQueueSampler } from './queue-sampler.js';
 import { startRetention } from './retention.js';
+import { DELIVERY_THREAD_NICE, lowerThreadPriority } from './thread-priority.js';
 import { DeliveryWorker, type WorkerOptions } from './worker.js';
 import type { WakeKind } from './work-signal.js';
 
@@ -137,6 +138,8 @@ export class DeliveryThread {
 /** Inside the thread: run the worker until told to stop. */
 async function runThread(port: NonNullable<typeof parentPort>, data: ThreadData): Promise<void> {
   const post = (m: FromThread) => port.postMessage(m);
+  // Emits before deliveries when the cores are busy (delivery/thread-priority.ts).
+  lowerThreadPriority(DELIVERY_THREAD_NICE);
   let ctx;
   try {
     ctx = await createContext(data.config, {

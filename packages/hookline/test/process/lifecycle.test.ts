@@ -1,10 +1,24 @@
 // Process roles as an operator runs them: `serve` (delivery in its own thread), `serve --no-worker` and
 // `worker`, their health routes, and a clean exit on SIGTERM.
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DELIVERY_THREAD_NICE } from '../../src/delivery/thread-priority.js';
 import { createApiKeys, postJson, startProcess, type RunningProcess } from '../helpers/process.js';
 import { eventually, startReceiver } from '../helpers/receiver.js';
 import { testEnv } from '../helpers/service.js';
 import { STORE_KINDS, createTestDatabase } from '../helpers/stores.js';
+
+/** Each thread's nice value in process `pid`, by thread id (Linux's /proc/<pid>/task/<tid>/stat). */
+function threadNiceValues(pid: number): Map<number, number> {
+  const nice = new Map<number, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    // The fields after the command's closing parenthesis start at the third; nice is the nineteenth.
+    nice.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+  }
+  return nice;
+}
 
 describe.each(STORE_KINDS)('process roles on %s', (kind) => {
   const cleanup: (() => Promise<unknown>)[] = [];
@@ -54,6 +68,14 @@ describe.each(STORE_KINDS)('process roles on %s', (kind) => {
       ).toBe(202);
     }
     await receiver.waitFor(3);
+    if (process.platform === 'linux') {
+      // The delivery thread runs at a lower CPU priority, the API thread at the process's own
+      // (delivery/thread-priority.ts).
+      const inherited = getPriority();
+      const nice = threadNiceValues(serve.child.pid!);
+      expect(nice.get(serve.child.pid!)).toBe(inherited);
+      expect([...nice.values()]).toContain(Math.max(inherited, DELIVERY_THREAD_NICE));
+    }
     // The attempts were made in the delivery thread; the API thread's /metrics adds its figures.
     await eventually(async () =>
       /hookline_delivery_attempts_total\{outcome="succeeded"\} 3\b/.test(

@@ -112,6 +112,15 @@ function rows(s) {
       decimals: 1,
       max: 10,
     }),
+    row(
+      'ingest-half',
+      'emit p99 at the same rate: no-op Fastify route (the emitter floor)',
+      'half.noop.p99',
+      'ms',
+      {
+        decimals: 1,
+      },
+    ),
     { section: 'Independence' },
     row(
       'backlog',

@@ -263,6 +263,26 @@ async function ingestHalfCase(ctx) {
     });
   }
   const rate = Math.max(1, Math.round(ingest / 2));
+  const warmupMs = ctx.scale.halfWarmupMs;
+  const paced = (origin, key) =>
+    emit({
+      origin,
+      key,
+      rate,
+      durationMs: warmupMs + ctx.scale.pacedMs,
+      warmup: Math.round((rate * warmupMs) / 1000),
+      graceMs: ctx.scale.graceMs,
+    });
+  // The same emitter at the same rate against the no-op route: the floor that the emitter, the
+  // loopback and the two cores put under any server's p99 (bench/RESULTS.md, "Session of run Y").
+  ctx.log(`emit latency at ${fmt(rate)}/s against the no-op route`);
+  const noop = await startFastifyNoop({ port: await freePort() });
+  let floor;
+  try {
+    floor = await paced(noop.origin, 'none');
+  } finally {
+    noop.kill('SIGKILL');
+  }
   ctx.log(`emit latency at ${fmt(rate)}/s (half of ingest ${fmt(ingest)}/s) while delivering`);
   return withSubscribers(['ok'], (sub) =>
     withHookline('sqlite', { api: 'embedded' }, async (hl) => {
@@ -272,15 +292,7 @@ async function ingestHalfCase(ctx) {
       // fraction of the rate for ~0.5 s and then works off the emits that queued meanwhile, for up to
       // ~3.5 s (bench/RESULTS.md, "Session of run T"). They are left out of the figure, which is
       // about delivering while emitting, and their p99 goes in the note.
-      const warmupMs = ctx.scale.halfWarmupMs;
-      const e = await emit({
-        origin: api.origin,
-        key: hl.producerKey,
-        rate,
-        durationMs: warmupMs + ctx.scale.pacedMs,
-        warmup: Math.round((rate * warmupMs) / 1000),
-        graceMs: ctx.scale.graceMs,
-      });
+      const e = await paced(api.origin, hl.producerKey);
       const delivered = (await sub.call('stats')).count;
       notes['half.p99'] = [
         `${fmt(rate)} emits/s for ${fmt(ctx.scale.pacedMs / 1000)} s after ${fmt(warmupMs / 1000)} s of start-up (p99 with it: ${fmt(e.all.p99, 1)} ms); ${fmt(delivered)} of ${fmt(e.ok)} delivered by the last answer`,
@@ -290,7 +302,11 @@ async function ingestHalfCase(ctx) {
       ]
         .filter(Boolean)
         .join('; ');
-      return { metrics: { 'half.p50': e.p50, 'half.p99': e.p99, 'half.rate': rate }, notes };
+      notes['half.noop.p99'] = `${fmt(rate)} emits/s, the same emitter and start-up left out`;
+      return {
+        metrics: { 'half.p50': e.p50, 'half.p99': e.p99, 'half.rate': rate, 'half.noop.p99': floor.p99 },
+        notes,
+      };
     }),
   );
 }

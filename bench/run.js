@@ -1,4 +1,4 @@
-// hookline benchmarks: `npm run bench [-- --quick] [--only a,b] [--repeat N] [--skip-memory]`.
+// hookline benchmarks: `npm run bench [-- --quick] [--only a,b] [--repeat N] [--skip-memory] [--help]`.
 //
 // Every process — subscriber, emitters, baselines, each hookline process — is a separate child; hookline
 // is driven only through its CLI, HOOKLINE_* variables and HTTP API. One table on stdout (progress on
@@ -22,16 +22,18 @@ ensureBenchDeps((m) => process.stderr.write(`${m}\n`));
 const { CASES, scale } = await import('./lib/cases.js');
 
 function parseArgs(argv) {
-  const args = { quick: false, only: null, repeat: 1, skipMemory: false };
+  const args = { quick: false, only: null, repeat: 1, skipMemory: false, help: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    if (a === '--quick') args.quick = true;
+    if (a === '--help' || a === '-h') args.help = true;
+    else if (a === '--quick') args.quick = true;
     else if (a === '--skip-memory') args.skipMemory = true;
     else if (a === '--only') args.only = argv[++i].split(',').filter(Boolean);
     else if (a.startsWith('--only=')) args.only = a.slice(7).split(',').filter(Boolean);
     else if (a === '--repeat') args.repeat = Number(argv[++i]);
     else if (a.startsWith('--repeat=')) args.repeat = Number(a.slice(9));
-    else throw new Error(`unknown argument ${a} (use --quick, --only a,b, --repeat N, --skip-memory)`);
+    else
+      throw new Error(`unknown argument ${a} (use --quick, --only a,b, --repeat N, --skip-memory; --help)`);
   }
   if (!Number.isInteger(args.repeat) || args.repeat < 1) throw new Error('--repeat needs a whole number ≥ 1');
   return args;
@@ -260,6 +262,20 @@ const loadAtStart = os.loadavg();
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
+  if (args.help) {
+    process.stdout.write(
+      [
+        'npm run bench [-- --quick] [--only a,b] [--repeat N] [--skip-memory]',
+        '  --quick        scaled-down cases, under two minutes',
+        '  --only a,b     cases by name, or by a prefix of several (drain = drain-sqlite + drain-pg)',
+        '  --repeat N     N rounds; each figure is the median of its N',
+        '  --skip-memory  leaves out the memory case (1,000,000 pending deliveries)',
+        `cases: ${CASES.map((c) => c.name).join(' ')}`,
+        '',
+      ].join('\n'),
+    );
+    return;
+  }
   installExitHandlers();
   if (loadAtStart[0] > os.availableParallelism())
     process.stderr.write(

@@ -40,12 +40,11 @@ describe.skipIf(process.platform !== 'linux')('lowerThreadPriority', () => {
     await Promise.all(workers.splice(0).map((w) => w.terminate()));
   });
 
-  // A new thread starts at its creator's nice value, which the test runner may have raised already.
-  const inherited = () => getPriority();
-
+  // A new thread starts at its creator's nice value, which the test runner may have raised already:
+  // the expected values start from it.
   it('lowers the calling thread alone', async () => {
     const mainBefore = getPriority();
-    const expected = Math.max(inherited(), DELIVERY_THREAD_NICE);
+    const expected = Math.max(mainBefore, DELIVERY_THREAD_NICE);
     const { worker, report } = threadLowering([DELIVERY_THREAD_NICE]);
     workers.push(worker);
     const { tid, results } = await report;
@@ -56,7 +55,7 @@ describe.skipIf(process.platform !== 'linux')('lowerThreadPriority', () => {
   });
 
   it('never lowers a nice value that is already higher', async () => {
-    const expected = Math.max(inherited(), 15);
+    const expected = Math.max(getPriority(), 15);
     const { worker, report } = threadLowering([15, DELIVERY_THREAD_NICE]);
     workers.push(worker);
     const { tid, results } = await report;

@@ -291,6 +291,7 @@ describe.each(STORE_KINDS)('delivery queue transitions on %s', (kind) => {
       await addEndpoint(db, 'ep-a');
       const [d0, d1, d2] = await addDeliveries(db, 'ep-a', [T0 - 30, T0 - 20, T0 - 10]);
       expect(idsOf(await claimAt(db, T0))).toEqual([d0, d1, d2]);
+      // Unkeyed: on PostgreSQL this is the one-statement flush (store/postgres/record-successes.ts).
       const item = (id: string, attempt: number, fast: boolean) => ({
         id,
         attempt,
@@ -298,6 +299,7 @@ describe.each(STORE_KINDS)('delivery queue transitions on %s', (kind) => {
         endpoint_id: 'ep-a',
         tenant_id: 'acme',
         fast,
+        ordering_key: null,
       });
       const written = await recordSuccesses(
         db,

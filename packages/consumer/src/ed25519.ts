@@ -43,18 +43,18 @@ function invalidPrivateKey(): never {
   );
 }
 
-function rawPublicKey(key: KeyObject): Buffer {
+function rawPublicKey(privateKey: KeyObject): Buffer {
   // The JWK export is the one raw-bytes export Node 20 offers for Ed25519 keys.
-  return Buffer.from(createPublicKey(key).export({ format: 'jwk' }).x as string, 'base64url');
+  return Buffer.from(createPublicKey(privateKey).export({ format: 'jwk' }).x as string, 'base64url');
 }
 
 /** A fresh key pair for the `v1a` scheme (Standard Webhooks' Ed25519 signatures). */
 export function generateEd25519KeyPair(): Ed25519KeyPair {
-  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-  const seed = Buffer.from(privateKey.export({ format: 'jwk' }).d as string, 'base64url');
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const jwk = privateKey.export({ format: 'jwk' });
   return {
-    privateKey: PRIVATE_PREFIX + seed.toString('base64'),
-    publicKey: PUBLIC_PREFIX + rawPublicKey(publicKey).toString('base64'),
+    privateKey: PRIVATE_PREFIX + Buffer.from(jwk.d as string, 'base64url').toString('base64'),
+    publicKey: PUBLIC_PREFIX + Buffer.from(jwk.x as string, 'base64url').toString('base64'),
   };
 }
 

@@ -5,9 +5,7 @@ import { readRawBody } from './raw-body.js';
 import { prepareKeys, verifyWithKeys, type VerificationKeys, type WebhookEvent } from './verify.js';
 
 /** `secret` (v1) or `publicKey` (v1a), exactly one, as for {@link verifyWebhook}; then the options. */
-export type WebhookHandlerOptions = VerificationKeys & WebhookHandlerSettings;
-
-export interface WebhookHandlerSettings {
+export interface WebhookHandlerOptions extends VerificationKeys {
   /** Your code. Throwing (or rejecting) answers 500, so the sender retries the same hook-id later. */
   onEvent: (event: WebhookEvent, req: IncomingMessage) => unknown;
   /** Where processed hook-ids are remembered. Default: a {@link MemoryDedupeStore} (one process). */

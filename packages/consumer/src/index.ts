@@ -41,7 +41,7 @@ export type { WebhookHeaders, HeaderRecord, HeadersLike } from './headers.js';
 /** Reference `(req, res)` handler: verify, deduplicate by hook-id, call your code, answer. */
 export { createWebhookHandler } from './handler.js';
 /** Options of {@link createWebhookHandler} and the non-verification error codes it answers with. */
-export type { WebhookHandlerOptions, WebhookHandlerSettings, WebhookHandlerErrorCode } from './handler.js';
+export type { WebhookHandlerOptions, WebhookHandlerErrorCode } from './handler.js';
 
 /** Pluggable hook-id deduplication, and the in-memory default. */
 export { MemoryDedupeStore } from './dedupe-store.js';

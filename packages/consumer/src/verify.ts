@@ -16,19 +16,15 @@ export const DEFAULT_TOLERANCE_SECONDS = 300;
 
 /**
  * What to verify with: exactly one of `secret` (the `v1` scheme, HMAC-SHA256) or `publicKey` (the `v1a`
- * scheme, Ed25519). Either takes several values while you rotate your own copy.
+ * scheme, Ed25519); both or neither throw a TypeError. Both are optional in the type so that code
+ * written when `secret` was the only key (spreading partial inputs, say) keeps compiling.
  */
-export type VerificationKeys =
-  | {
-      /** The endpoint's `whsec_…` secret, or several while you rotate your own copy. */
-      secret: string | readonly string[];
-      publicKey?: undefined;
-    }
-  | {
-      /** The endpoint's `whpk_…` public key (its `public_key` field), or several while you rotate. */
-      publicKey: string | readonly string[];
-      secret?: undefined;
-    };
+export interface VerificationKeys {
+  /** The endpoint's `whsec_…` secret, or several while you rotate your own copy. */
+  secret?: string | readonly string[];
+  /** The endpoint's `whpk_…` public key (its `public_key` field), or several while you rotate. */
+  publicKey?: string | readonly string[];
+}
 
 export interface VerifyOptions {
   /** Request headers: Node-style object (any case) or a WHATWG `Headers`. */
@@ -41,7 +37,7 @@ export interface VerifyOptions {
   now?: Date | number;
 }
 
-export type VerifyWebhookInput = VerificationKeys & VerifyOptions;
+export interface VerifyWebhookInput extends VerificationKeys, VerifyOptions {}
 
 /** A verified delivery. */
 export interface WebhookEvent {
@@ -113,7 +109,7 @@ function asList(value: string | readonly string[]): readonly string[] {
  * Decodes the `secret` or `publicKey` of {@link VerificationKeys}. Passing both or neither is a
  * programming error (TypeError); a malformed key is a `WebhookVerificationError` naming it.
  */
-export function prepareKeys(input: { secret?: unknown; publicKey?: unknown }): PreparedKeys {
+export function prepareKeys(input: VerificationKeys): PreparedKeys {
   const { secret, publicKey } = input;
   if (secret !== undefined && publicKey !== undefined) {
     throw new TypeError(
@@ -121,7 +117,7 @@ export function prepareKeys(input: { secret?: unknown; publicKey?: unknown }): P
     );
   }
   if (publicKey !== undefined) {
-    const keys = asList(publicKey as string | readonly string[]);
+    const keys = asList(publicKey);
     if (keys.length === 0) fail('invalid_public_key', 'At least one public key is required');
     return { scheme: 'v1a', keys: keys.map(decodePublicKey) };
   }
@@ -130,7 +126,7 @@ export function prepareKeys(input: { secret?: unknown; publicKey?: unknown }): P
       'A webhook secret ("whsec_…", v1 signatures) or publicKey ("whpk_…", v1a signatures) is required',
     );
   }
-  const secrets = asList(secret as string | readonly string[]);
+  const secrets = asList(secret);
   if (secrets.length === 0) fail('invalid_secret', 'At least one webhook secret is required');
   return { scheme: 'v1', keys: secrets.map(decodeSecret) };
 }

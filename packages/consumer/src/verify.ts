@@ -190,8 +190,10 @@ export function verifyWithKeys(prepared: PreparedKeys, input: VerifyOptions): We
   }
 
   if (!signatureMatches(prepared, signatureValue, id, timestamp, body)) {
-    const key = prepared.scheme === 'v1' ? 'secret' : 'public key';
-    fail('invalid_signature', `No ${prepared.scheme} signature matches the ${key}`);
+    fail(
+      'invalid_signature',
+      `No signature matches the ${prepared.scheme === 'v1' ? 'secret' : 'public key'}`,
+    );
   }
   return { id, timestamp, ...parsePayload(body) };
 }

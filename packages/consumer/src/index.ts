@@ -1,6 +1,7 @@
 /**
- * `@hookline/consumer`: sign and verify hookline webhook deliveries (the Standard Webhooks scheme with
- * `hook-` headers), plus a reference request handler. The hookline server signs with this same code.
+ * `@hookline/consumer`: sign and verify hookline webhook deliveries (the Standard Webhooks schemes with
+ * `hook-` headers: `v1`, HMAC-SHA256 with a `whsec_` secret, and `v1a`, Ed25519 with a `whsk_`/`whpk_`
+ * key pair), plus a reference request handler. The hookline server signs with this same code.
  *
  * @packageDocumentation
  */

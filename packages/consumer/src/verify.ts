@@ -102,7 +102,9 @@ function parsePayload(body: RawBody): Pick<WebhookEvent, 'type' | 'data'> {
 export type PreparedKeys = { scheme: 'v1'; keys: Buffer[] } | { scheme: 'v1a'; keys: KeyObject[] };
 
 function asList(value: string | readonly string[]): readonly string[] {
-  return typeof value === 'string' ? [value] : value;
+  // Anything but an array is one key, so that a null or a number from untyped code is reported by the
+  // key's decoder ("must be a string") rather than failing on `.length`.
+  return Array.isArray(value) ? value : [value as string];
 }
 
 /**

@@ -152,8 +152,11 @@ describe('Ed25519 keys', () => {
     expect(error.message).toMatch(message);
   });
 
-  it('refuses an empty list of public keys', () => {
+  it('refuses an empty list of public keys, and a public key that is not a string', () => {
     expect(rejection(delivery({ publicKey: [] })).reason).toBe('invalid_public_key');
+    const untyped = rejection(delivery({ publicKey: null as unknown as string }));
+    expect(untyped.reason).toBe('invalid_public_key');
+    expect(untyped.message).toMatch(/must be a string/);
   });
 
   it('accepts a public key without its whpk_ prefix', () => {

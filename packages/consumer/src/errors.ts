@@ -9,10 +9,13 @@ export type WebhookVerificationReason =
   | 'timestamp_too_new'
   | 'invalid_signature'
   | 'invalid_payload'
-  | 'invalid_secret';
+  | 'invalid_secret'
+  | 'invalid_public_key'
+  | 'invalid_private_key';
 
 /**
- * Thrown by {@link verifyWebhook} (and by {@link decodeSecret} for a malformed secret). `reason` is
+ * Thrown by {@link verifyWebhook} (and for a malformed secret or key, by {@link decodeSecret},
+ * {@link decodePublicKey} and {@link decodePrivateKey}). `reason` is
  * stable and machine-readable; `message` is for humans and may be reworded.
  */
 export class WebhookVerificationError extends Error {

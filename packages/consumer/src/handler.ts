@@ -2,12 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MemoryDedupeStore, type DedupeStore } from './dedupe-store.js';
 import { WebhookVerificationError } from './errors.js';
 import { readRawBody } from './raw-body.js';
-import { decodeSecret } from './secret.js';
-import { verifyWebhook, type WebhookEvent } from './verify.js';
+import { prepareKeys, verifyWithKeys, type VerificationKeys, type WebhookEvent } from './verify.js';
 
-export interface WebhookHandlerOptions {
-  /** The endpoint's `whsec_…` secret, or several while you rotate your own copy. */
-  secret: string | readonly string[];
+/** `secret` (v1) or `publicKey` (v1a), exactly one, as for {@link verifyWebhook}; then the options. */
+export interface WebhookHandlerOptions extends VerificationKeys {
   /** Your code. Throwing (or rejecting) answers 500, so the sender retries the same hook-id later. */
   onEvent: (event: WebhookEvent, req: IncomingMessage) => unknown;
   /** Where processed hook-ids are remembered. Default: a {@link MemoryDedupeStore} (one process). */
@@ -66,15 +64,11 @@ function sendError(
 export function createWebhookHandler(
   options: WebhookHandlerOptions,
 ): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
-  const { secret, onEvent, toleranceSeconds, maxBodyBytes = MIB } = options;
+  const { onEvent, toleranceSeconds, maxBodyBytes = MIB } = options;
   const store = options.store ?? new MemoryDedupeStore();
   const onError = options.onError ?? ((error: unknown) => console.error('[hookline] webhook handler', error));
-  // Fail at start-up, not on the first delivery: a bad secret would reject every request.
-  const secrets = typeof secret === 'string' ? [secret] : secret;
-  if (secrets.length === 0) {
-    throw new WebhookVerificationError('invalid_secret', 'At least one webhook secret is required');
-  }
-  secrets.forEach(decodeSecret);
+  // Fail at start-up, not on the first delivery: a bad key would reject every request.
+  const keys = prepareKeys(options);
 
   async function handleVerified(
     event: WebhookEvent,
@@ -126,7 +120,7 @@ export function createWebhookHandler(
       }
       let event: WebhookEvent;
       try {
-        event = verifyWebhook({ secret, headers: req.headers, body: raw.body, toleranceSeconds });
+        event = verifyWithKeys(keys, { headers: req.headers, body: raw.body, toleranceSeconds });
       } catch (error) {
         if (!(error instanceof WebhookVerificationError)) throw error;
         return sendError(res, 400, error.reason, error.message);

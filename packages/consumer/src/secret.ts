@@ -1,11 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { decodeBase64 } from './base64.js';
 import { WebhookVerificationError } from './errors.js';
 
 const PREFIX = 'whsec_';
-
-// Standard base64, padding optional: Buffer.from(…, 'base64') silently skips junk characters, so
-// without this check a typo in a secret would yield a different key instead of an error.
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
 
 /** A fresh signing secret: `whsec_` + base64 of 32 random bytes (the Standard Webhooks format). */
 export function generateSecret(): string {
@@ -24,12 +21,12 @@ export function decodeSecret(secret: string): Buffer {
   if (typeof secret !== 'string') {
     throw new WebhookVerificationError('invalid_secret', 'The webhook secret must be a string');
   }
-  const encoded = secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret;
-  if (encoded.length === 0 || !BASE64.test(encoded)) {
+  const key = decodeBase64(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret);
+  if (key === undefined) {
     throw new WebhookVerificationError(
       'invalid_secret',
       'The webhook secret must be "whsec_" followed by non-empty base64',
     );
   }
-  return Buffer.from(encoded, 'base64');
+  return key;
 }

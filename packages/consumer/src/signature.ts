@@ -1,8 +1,9 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { signV1a } from './ed25519.js';
 import { decodeSecret } from './secret.js';
+import { signedPrefix, type RawBody } from './signed-content.js';
 
-/** A raw request body, exactly as received or sent: signatures are over bytes, never re-serialised JSON. */
-export type RawBody = string | Uint8Array;
+export type { RawBody } from './signed-content.js';
 
 export interface SignInput {
   /** A `whsec_…` secret. */
@@ -16,44 +17,53 @@ export interface SignInput {
 }
 
 export interface SignatureHeaderInput extends Omit<SignInput, 'secret'> {
-  /** Every currently valid secret, newest first; each contributes one `v1,` entry. */
+  /**
+   * Every currently valid signing key, newest first; each contributes one entry: a `whsec_…` secret a
+   * `v1,` entry, a `whsk_…` Ed25519 private key a `v1a,` entry.
+   */
   secrets: readonly string[];
 }
 
-const VERSION = 'v1,';
+/** The signature schemes of the `hook-signature` header. */
+export type SignatureScheme = 'v1' | 'v1a';
 
 /** HMAC-SHA256 of `<id>.<timestamp>.<body>`; the body is fed as bytes so nothing gets re-encoded. */
 export function computeSignature(key: Uint8Array, id: string, timestamp: number, body: RawBody): Buffer {
-  if (!Number.isSafeInteger(timestamp) || timestamp < 0) {
-    throw new TypeError(`timestamp must be a non-negative integer of Unix seconds, got ${timestamp}`);
-  }
-  return createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
+  return createHmac('sha256', key).update(signedPrefix(id, timestamp)).update(body).digest();
 }
 
 /** One signature entry: `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`. */
 export function sign({ secret, id, timestamp, body }: SignInput): string {
-  return VERSION + computeSignature(decodeSecret(secret), id, timestamp, body).toString('base64');
+  return 'v1,' + computeSignature(decodeSecret(secret), id, timestamp, body).toString('base64');
 }
 
 /**
- * The full `hook-signature` value: one `v1,` entry per secret, space-separated, so a consumer that
- * still holds the old secret during a rotation keeps verifying.
+ * The full `hook-signature` value: one entry per key, space-separated, so a consumer that still holds
+ * the old key during a rotation keeps verifying. The key's prefix picks the scheme (`whsk_` → `v1a`,
+ * anything else → `v1`), so a rotation that switches scheme signs `v1a,<new> v1,<old>`.
  */
 export function signatureHeader({ secrets, id, timestamp, body }: SignatureHeaderInput): string {
   if (secrets.length === 0) throw new TypeError('signatureHeader needs at least one secret');
-  return secrets.map((secret) => sign({ secret, id, timestamp, body })).join(' ');
+  return secrets
+    .map((key) =>
+      key.startsWith('whsk_')
+        ? signV1a({ privateKey: key, id, timestamp, body })
+        : sign({ secret: key, id, timestamp, body }),
+    )
+    .join(' ');
 }
 
 /**
- * The `v1` signatures in a header value, decoded. Other versions are skipped so that a sender may add
- * newer schemes alongside v1. Trailing commas are stripped because Node joins repeated headers with
- * ", ", and base64 never ends in a comma.
+ * The signatures of one scheme in a header value, decoded. Entries of other versions are skipped so
+ * that a header may carry several schemes (a rotation switching scheme) or newer ones. Trailing commas
+ * are stripped because Node joins repeated headers with ", ", and base64 never ends in a comma.
  */
-export function parseSignatureHeader(header: string): Buffer[] {
+export function parseSignatureHeader(header: string, scheme: SignatureScheme = 'v1'): Buffer[] {
+  const version = `${scheme},`;
   const signatures: Buffer[] = [];
   for (const raw of header.split(/\s+/)) {
     const entry = raw.replace(/,+$/, '');
-    if (entry.startsWith(VERSION)) signatures.push(Buffer.from(entry.slice(VERSION.length), 'base64'));
+    if (entry.startsWith(version)) signatures.push(Buffer.from(entry.slice(version.length), 'base64'));
   }
   return signatures;
 }

@@ -3,8 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, it, expect } from 'vitest';
 import {
   createWebhookHandler,
+  generateEd25519KeyPair,
   generateSecret,
-  sign,
+  signatureHeader,
   type WebhookEvent,
   type WebhookHandlerOptions,
 } from '../src/index.js';
@@ -50,7 +51,12 @@ function newId(): string {
 /** Sends a delivery the way hookline does: signed with a fresh timestamp on every attempt. */
 function deliver(
   url: string,
-  { id = newId(), body = '{"type":"user.created","data":{"userId":"user_1"}}', tamper = false } = {},
+  {
+    id = newId(),
+    body = '{"type":"user.created","data":{"userId":"user_1"}}',
+    tamper = false,
+    keys = [secret],
+  } = {},
 ) {
   const timestamp = Math.floor(Date.now() / 1000);
   return fetch(url, {
@@ -59,7 +65,7 @@ function deliver(
       'content-type': 'application/json',
       'hook-id': id,
       'hook-timestamp': String(timestamp),
-      'hook-signature': sign({ secret, id, timestamp, body }),
+      'hook-signature': signatureHeader({ secrets: keys, id, timestamp, body }),
     },
     body: tamper ? body.replace('user_1', 'user_2') : body,
   });
@@ -249,5 +255,44 @@ describe('createWebhookHandler over real HTTP', () => {
     expect(() => createWebhookHandler({ secret: [], onEvent: () => {} })).toThrow(
       expect.objectContaining({ reason: 'invalid_secret' }),
     );
+  });
+});
+
+describe('createWebhookHandler with a public key (v1a)', () => {
+  const endpointKeys = generateEd25519KeyPair();
+
+  it('answers 200 to a v1a delivery and 400 to one signed by another key or only with v1', async () => {
+    const { url, events } = await receiver({ secret: undefined, publicKey: endpointKeys.publicKey });
+    const id = newId();
+    expect((await deliver(url, { id, keys: [endpointKeys.privateKey] })).status).toBe(200);
+    expect(events).toEqual([expect.objectContaining({ id, type: 'user.created' })]);
+
+    const forged = await deliver(url, { keys: [generateEd25519KeyPair().privateKey] });
+    expect(forged.status).toBe(400);
+    expect(await forged.json()).toMatchObject({ error: { code: 'invalid_signature' } });
+    const v1Only = await deliver(url, { keys: [secret] });
+    expect(v1Only.status).toBe(400);
+    expect(await v1Only.json()).toMatchObject({ error: { code: 'invalid_signature' } });
+    expect(events).toHaveLength(1);
+  });
+
+  it('accepts a scheme-switching rotation header with either the public key or the secret', async () => {
+    const byKey = await receiver({ secret: undefined, publicKey: endpointKeys.publicKey });
+    const bySecret = await receiver();
+    const keys = [endpointKeys.privateKey, secret];
+    expect((await deliver(byKey.url, { keys })).status).toBe(200);
+    expect((await deliver(bySecret.url, { keys })).status).toBe(200);
+    expect(byKey.events).toHaveLength(1);
+    expect(bySecret.events).toHaveLength(1);
+  });
+
+  it('refuses a malformed public key, or both secret and publicKey, when created', () => {
+    expect(() => createWebhookHandler({ publicKey: 'whpk_!!', onEvent: () => {} })).toThrow(
+      expect.objectContaining({ reason: 'invalid_public_key' }),
+    );
+    expect(() =>
+      createWebhookHandler({ secret, publicKey: endpointKeys.publicKey, onEvent: () => {} }),
+    ).toThrow(TypeError);
+    expect(() => createWebhookHandler({ onEvent: () => {} })).toThrow(TypeError);
   });
 });

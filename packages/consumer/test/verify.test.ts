@@ -9,6 +9,8 @@ import {
 } from '../src/index.js';
 import vectors from './vectors.json' with { type: 'json' };
 
+const v1Vectors = vectors.v1;
+
 const secret = generateSecret();
 const nowMs = 1_795_312_345_678;
 const timestamp = Math.floor(nowMs / 1000);
@@ -55,7 +57,7 @@ describe('verifyWebhook', () => {
     });
   });
 
-  it.each(vectors)('accepts shared vector "$name"', (vector) => {
+  it.each(v1Vectors)('accepts shared vector "$name"', (vector) => {
     const headers = {
       'hook-id': vector.id,
       'hook-timestamp': String(vector.timestamp),

@@ -45,7 +45,15 @@ export interface AppOptions {
 const SHARED_SCHEMAS = [ErrorBody, Endpoint, DeadLetter, ApiKey];
 
 function validators() {
-  const options = { removeAdditional: false, useDefaults: true, allErrors: false, strict: false } as const;
+  // verbose: each error carries the schema that failed, from which api/validation-message.ts says
+  // what the field accepts.
+  const options = {
+    removeAdditional: false,
+    useDefaults: true,
+    allErrors: false,
+    strict: false,
+    verbose: true,
+  } as const;
   // Bodies are JSON and keep their types: {"url": 5} is an error, not "5". Query strings and
   // headers are text, so numbers there are coerced.
   const body = addFormats(new Ajv({ ...options, coerceTypes: false }));

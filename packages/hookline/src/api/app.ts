@@ -14,7 +14,9 @@ import { registerAuth } from './auth.js';
 import { onClientError } from './client-error.js';
 import { errorBody, onFrameworkError, registerErrorHandling } from './errors.js';
 import { findForbiddenText } from './input-text.js';
+import { openApiWebhooks } from './openapi-webhooks.js';
 import { adminRoutes } from './routes/admin.js';
+import { eventTypeRoutes } from './routes/event-types.js';
 import { eventRoutes } from './routes/events.js';
 import { serviceRoutes } from './routes/service.js';
 import { webhookRoutes } from './routes/webhooks.js';
@@ -139,6 +141,7 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
           'Webhook delivery: tenants manage endpoints, producers emit events, operators handle dead letters.',
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      webhooks: openApiWebhooks(),
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) ?? `def-${i}` },
   });
@@ -148,6 +151,7 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
   await app.register(serviceRoutes(ctx));
   await app.register(webhookRoutes(ctx));
   await app.register(eventRoutes(ctx, options.emitter));
+  await app.register(eventTypeRoutes());
   await app.register(adminRoutes(ctx));
   await app.register(consoleRoutes());
   for (const plugin of options.plugins ?? []) await app.register(plugin);

@@ -120,7 +120,9 @@ function missingField(part: Part, error: ErrorObject): string {
  * Needs Ajv's `verbose` option, which puts each failing schema (`parentSchema`) in its error.
  */
 export function validationMessage(part: Part, errors: readonly ErrorObject[]): string {
-  const special = errors.find((e) => ['additionalProperties', 'required', 'minProperties'].includes(e.keyword));
+  const special = errors.find((e) =>
+    ['additionalProperties', 'required', 'minProperties'].includes(e.keyword),
+  );
   if (special?.keyword === 'additionalProperties') return unknownField(part, special);
   if (special?.keyword === 'required') return missingField(part, special);
   if (special?.keyword === 'minProperties') {

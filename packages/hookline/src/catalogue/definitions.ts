@@ -65,7 +65,12 @@ const invitation = () =>
     email: Type.Optional(Email),
     role: Type.Optional(Role),
   });
-const membershipExample = { organizationId: ORG, userId: USER, membershipId: 'mem_3Zp8Kd1Lq0Wc', role: 'admin' };
+const membershipExample = {
+  organizationId: ORG,
+  userId: USER,
+  membershipId: 'mem_3Zp8Kd1Lq0Wc',
+  role: 'admin',
+};
 const invitationExample = {
   organizationId: ORG,
   invitationId: 'inv_9Rt4Yb2Nc8Xe',
@@ -154,7 +159,11 @@ export const EVENT_DEFINITIONS = {
     membership(),
     membershipExample,
   ),
-  'organizationMembership.restored': event('A removed membership was restored.', membership(), membershipExample),
+  'organizationMembership.restored': event(
+    'A removed membership was restored.',
+    membership(),
+    membershipExample,
+  ),
   'organizationInvitation.created': event(
     'Someone was invited to join an organization.',
     invitation(),

@@ -46,7 +46,7 @@ function didYouMean(name: string, candidates: readonly string[]): string {
 /** The message of 400 unknown_event_type. */
 export function unknownEventTypeMessage(type: string): string {
   return (
-    `type ${quote(type)} is not an event type${didYouMean(type, EVENT_TYPES)}; ` +
+    `unknown event type ${quote(type)}${didYouMean(type, EVENT_TYPES)}; ` +
     `GET /v1/event-types lists the ${EVENT_TYPES.length} names`
   );
 }

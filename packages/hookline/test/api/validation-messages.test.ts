@@ -246,7 +246,7 @@ const CASES: Case[] = [
     'producer',
     { ...emit, type: 'user.creatd' },
     'unknown_event_type',
-    'type "user.creatd" is not an event type (did you mean "user.created"?); GET /v1/event-types lists the 26 names',
+    'unknown event type "user.creatd" (did you mean "user.created"?); GET /v1/event-types lists the 26 names',
   ],
   [
     'an unknown type',
@@ -255,7 +255,7 @@ const CASES: Case[] = [
     'producer',
     { ...emit, type: 'invoice.paid' },
     'unknown_event_type',
-    'type "invoice.paid" is not an event type; GET /v1/event-types lists the 26 names',
+    'unknown event type "invoice.paid"; GET /v1/event-types lists the 26 names',
   ],
   [
     'data that is a list',

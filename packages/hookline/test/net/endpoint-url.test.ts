@@ -111,11 +111,7 @@ const INVALID: Refusal[] = [
 ];
 
 const NOT_ALLOWED: Refusal[] = [
-  [
-    'http://hooks.example.com/',
-    'url_not_allowed',
-    SCHEME_RULE,
-  ],
+  ['http://hooks.example.com/', 'url_not_allowed', SCHEME_RULE],
   // IP literals, including spellings the URL parser normalises
   ['https://127.0.0.1/', 'url_not_allowed', `url points to a loopback address (127.0.0.1); ${HINT}`],
   ['https://2130706433/', 'url_not_allowed', `url points to a loopback address (127.0.0.1); ${HINT}`],

@@ -28,9 +28,12 @@ export interface CatalogueEntry {
   example: Record<string, unknown>;
 }
 
-/** Plain JSON: TypeBox marks its schemas with symbol keys, which are no part of the schema. */
+/**
+ * Plain JSON Schema, as subscribers' validators take it: without TypeBox's symbol keys, and without
+ * our `x-accepts` annotation (catalogue/fields.ts), which a strict validator would refuse as unknown.
+ */
 function plain<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
+  return JSON.parse(JSON.stringify(value, (key, v: unknown) => (key === 'x-accepts' ? undefined : v))) as T;
 }
 
 /** The whole catalogue, in the order of EVENT_TYPES (the spec's order). */

@@ -374,6 +374,23 @@ describe.each(STORE_KINDS)('validation messages on %s', (kind) => {
     expect((res.json() as { error: { message: string } }).error.message).toBe(message);
   });
 
+  it('names a header: an Idempotency-Key that is too long', async () => {
+    const res = await t.inject({
+      method: 'POST',
+      url: '/v1/events',
+      headers: {
+        authorization: `Bearer ${t.keys.producer}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'k'.repeat(256),
+      },
+      payload: JSON.stringify(emit),
+    });
+    expectError(res, 400, 'validation_failed');
+    expect((res.json() as { error: { message: string } }).error.message).toBe(
+      'header idempotency-key must be a string of 1-255 characters',
+    );
+  });
+
   it('never answers with Ajv keyword noise', async () => {
     for (const [, method, url, role, body] of CASES) {
       const res = await t.call(method, url.replace(':id', id), t.keys[role], body);

@@ -14,7 +14,9 @@ import { registerAuth } from './auth.js';
 import { onClientError } from './client-error.js';
 import { errorBody, onFrameworkError, registerErrorHandling } from './errors.js';
 import { findForbiddenText } from './input-text.js';
+import { openApiWebhooks } from './openapi-webhooks.js';
 import { adminRoutes } from './routes/admin.js';
+import { eventTypeRoutes } from './routes/event-types.js';
 import { eventRoutes } from './routes/events.js';
 import { serviceRoutes } from './routes/service.js';
 import { webhookRoutes } from './routes/webhooks.js';
@@ -45,7 +47,15 @@ export interface AppOptions {
 const SHARED_SCHEMAS = [ErrorBody, Endpoint, DeadLetter, ApiKey];
 
 function validators() {
-  const options = { removeAdditional: false, useDefaults: true, allErrors: false, strict: false } as const;
+  // verbose: each error carries the schema that failed, from which api/validation-message.ts says
+  // what the field accepts.
+  const options = {
+    removeAdditional: false,
+    useDefaults: true,
+    allErrors: false,
+    strict: false,
+    verbose: true,
+  } as const;
   // Bodies are JSON and keep their types: {"url": 5} is an error, not "5". Query strings and
   // headers are text, so numbers there are coerced.
   const body = addFormats(new Ajv({ ...options, coerceTypes: false }));
@@ -131,6 +141,7 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
           'Webhook delivery: tenants manage endpoints, producers emit events, operators handle dead letters.',
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      webhooks: openApiWebhooks(),
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) ?? `def-${i}` },
   });
@@ -140,6 +151,7 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
   await app.register(serviceRoutes(ctx));
   await app.register(webhookRoutes(ctx));
   await app.register(eventRoutes(ctx, options.emitter));
+  await app.register(eventTypeRoutes());
   await app.register(adminRoutes(ctx));
   await app.register(consoleRoutes());
   for (const plugin of options.plugins ?? []) await app.register(plugin);

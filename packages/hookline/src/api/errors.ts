@@ -1,10 +1,12 @@
 // Maps every error to the one JSON shape `{error: {code, message}}`. Unknown errors are a 500 with no
 // detail for the client, logged with their stack for the operator.
 import type { IncomingMessage } from 'node:http';
+import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DecryptionError } from '../crypto/envelope.js';
 import { HooklineError, type ErrorCode } from '../errors.js';
 import { isDatabaseUnavailable } from '../store/db.js';
+import { validationMessage } from './validation-message.js';
 
 /** Seconds a client is asked to wait before retrying a request the database could not serve. */
 const DATABASE_RETRY_AFTER_S = 1;
@@ -15,10 +17,9 @@ export function errorBody(code: ErrorCode | string, message: string) {
 
 function fromFastify(err: FastifyError): HooklineError | null {
   if (err.validation) {
-    const where = err.validationContext ?? 'request';
     return new HooklineError(
       'validation_failed',
-      `${where}${err.message.startsWith(where) ? err.message.slice(where.length) : `: ${err.message}`}`,
+      validationMessage(err.validationContext ?? 'request', err.validation as ErrorObject[]),
     );
   }
   switch (err.code) {

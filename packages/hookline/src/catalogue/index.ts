@@ -9,3 +9,13 @@ export {
   type Wildcard,
 } from './event-filter.js';
 export { USER_ID_PATTERN, validateEventData } from './payload-rules.js';
+export {
+  CATALOGUE,
+  catalogueEntry,
+  type CatalogueEntry,
+  type EventData,
+  type EventDataMap,
+  type JsonSchema,
+  type TypedEvent,
+} from './catalogue.js';
+export { invalidEventFiltersMessage, unknownEventTypeMessage } from './messages.js';

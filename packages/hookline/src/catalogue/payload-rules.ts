@@ -1,11 +1,9 @@
+import { EVENT_DEFINITIONS, type EventDefinition } from './definitions.js';
 import type { EventType } from './events.js';
+import { UserId } from './fields.js';
 
-/**
- * Shape of `data.userId` for `user.created`. The spec only says `user_<id>`; we require <id>
- * to be 1–255 characters of `[A-Za-z0-9_-]`, which covers the usual id generators (UUIDs,
- * ULIDs, nanoids, integers) while keeping ids URL- and log-safe and bounded in size.
- */
-export const USER_ID_PATTERN = /^user_[A-Za-z0-9_-]{1,255}$/;
+/** Shape of `data.userId` (catalogue/fields.ts), which `user.created` enforces on emit. */
+export const USER_ID_PATTERN = new RegExp(UserId.pattern!);
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
@@ -50,12 +48,29 @@ function findNonJson(value: unknown, ancestors: Set<object>): string[] | null {
   }
 }
 
-function validateUserCreated(data: Record<string, unknown>): string | null {
-  const userId = data['userId'];
-  if (userId === undefined) return 'data.userId is required for user.created';
-  if (typeof userId !== 'string') return 'data.userId must be a string';
-  if (!USER_ID_PATTERN.test(userId)) {
-    return 'data.userId must look like user_<id>, where <id> is 1-255 characters of A-Z, a-z, 0-9, _ or -';
+/** The patterns of the enforced fields, compiled once. */
+const patterns = new Map<string, RegExp>();
+
+function patternOf(source: string): RegExp {
+  let re = patterns.get(source);
+  if (!re) patterns.set(source, (re = new RegExp(source)));
+  return re;
+}
+
+/**
+ * The catalogue's `enforcedOnEmit` fields of `type` (today only `user.created`'s userId), checked against
+ * their schema in the catalogue. Those are strings with a pattern, all this needs to understand.
+ */
+function checkEnforcedFields(type: EventType, data: Record<string, unknown>): string | null {
+  const { schema, enforcedOnEmit }: EventDefinition = EVENT_DEFINITIONS[type];
+  for (const field of enforcedOnEmit) {
+    const value = data[field];
+    if (value === undefined) return `data.${field} is required for ${type}`;
+    if (typeof value !== 'string') return `data.${field} must be a string`;
+    const fieldSchema = schema.properties[field] as { pattern?: string; 'x-accepts'?: string } | undefined;
+    if (fieldSchema?.pattern !== undefined && !patternOf(fieldSchema.pattern).test(value)) {
+      return `data.${field} must be ${fieldSchema['x-accepts'] ?? `a string matching ${fieldSchema.pattern}`}`;
+    }
   }
   return null;
 }
@@ -63,12 +78,12 @@ function validateUserCreated(data: Record<string, unknown>): string | null {
 /**
  * Checks an emitted event's `data` against the catalogue's rules. Returns a message suitable
  * for an API error (it names the offending field), or null when the data is acceptable.
- * Only `user.created` has documented fields (spec §2.2); every other type accepts any object.
+ * Only the catalogue's `enforcedOnEmit` fields are checked (`user.created`'s userId, spec §2.2); every
+ * other field, and every other type's data, may be any JSON object.
  */
 export function validateEventData(type: EventType, data: unknown): string | null {
   if (!isPlainObject(data)) return 'data must be a JSON object';
   const nonJson = findNonJson(data, new Set());
   if (nonJson !== null) return `data${nonJson.reverse().join('')} is not a JSON value`;
-  if (type === 'user.created') return validateUserCreated(data);
-  return null;
+  return checkEnforcedFields(type, data);
 }

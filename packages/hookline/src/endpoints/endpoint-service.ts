@@ -1,7 +1,7 @@
 // The tenant-facing endpoint operations of /v1/webhooks. Callers pass an already-authorised tenant id;
 // another tenant's endpoint is simply not found.
 import { generateSecret } from '@hookline/consumer';
-import { findInvalidEventFilters } from '../catalogue/index.js';
+import { findInvalidEventFilters, invalidEventFiltersMessage } from '../catalogue/index.js';
 import type { Context } from '../context.js';
 import { HooklineError, notFound } from '../errors.js';
 import { isId, newId } from '../ids.js';
@@ -62,12 +62,9 @@ export function toEndpointView(row: EndpointRow): EndpointView {
 function normaliseEvents(events: readonly string[]): string {
   const invalid = findInvalidEventFilters([...events]);
   if (invalid.length > 0) {
-    throw new HooklineError(
-      'invalid_event_filter',
-      `unknown event filter${invalid.length > 1 ? 's' : ''}: ${invalid.map((e) => JSON.stringify(e)).join(', ')}; ` +
-        'use catalogue event names or the wildcards user.*, organization.*, organizationMembership.*, *',
-      { invalid },
-    );
+    throw new HooklineError('invalid_event_filter', invalidEventFiltersMessage(invalid), {
+      invalid,
+    });
   }
   if (events.length < ENDPOINT_LIMITS.minEvents) {
     throw new HooklineError(

@@ -1,7 +1,7 @@
 // Emitting an event: validate, write the message durably (encrypted), wake the workers, answer.
 // Nothing here depends on how many endpoints subscribe or how they behave: a tenant's few endpoints
 // may get their deliveries in the same transaction (delivery/fanout.ts), many are left to the workers.
-import { isEventType, validateEventData } from '../catalogue/index.js';
+import { isEventType, unknownEventTypeMessage, validateEventData } from '../catalogue/index.js';
 import type { Context } from '../context.js';
 import { HooklineError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -80,7 +80,7 @@ export function canonicalJson(value: unknown): string {
 function validate(input: EmitInput): string {
   assertTenantId(input.tenantId);
   if (!isEventType(input.type)) {
-    throw new HooklineError('unknown_event_type', `unknown event type ${JSON.stringify(input.type)}`);
+    throw new HooklineError('unknown_event_type', unknownEventTypeMessage(input.type));
   }
   let body: string;
   try {

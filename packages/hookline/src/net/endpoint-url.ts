@@ -20,6 +20,9 @@ export type EndpointUrlCheck =
   { ok: true; url: URL } | { ok: false; code: 'invalid_url' | 'url_not_allowed'; message: string };
 
 const ALLOW_HINT = 'set HOOKLINE_ALLOW_PRIVATE_NETWORKS=true to allow it';
+// One sentence for any other scheme and for http:// while private networks are refused: true either way.
+const SCHEME_RULE =
+  'url must be an absolute https:// URL (plain http:// only when HOOKLINE_ALLOW_PRIVATE_NETWORKS=true)';
 
 export const systemResolve: Resolve = async (host) => {
   // verbatim: keep the resolver's order and every record; we vet all of them anyway.
@@ -95,13 +98,9 @@ export async function checkEndpointUrl(
     return invalid('url must be an absolute URL, such as https://example.com/webhooks');
   }
   if (url.protocol === 'http:') {
-    if (!opts.allowPrivateNetworks) {
-      return notAllowed(
-        'url must use https (plain http is only allowed when HOOKLINE_ALLOW_PRIVATE_NETWORKS=true)',
-      );
-    }
+    if (!opts.allowPrivateNetworks) return notAllowed(SCHEME_RULE);
   } else if (url.protocol !== 'https:') {
-    return invalid('url must use https');
+    return invalid(SCHEME_RULE);
   }
   if (url.username !== '' || url.password !== '') {
     return invalid('url must not contain a username or password');

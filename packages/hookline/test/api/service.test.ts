@@ -12,6 +12,7 @@ const V1_ROUTES: Record<string, string[]> = {
   '/v1/webhooks/{id}/restore': ['post'],
   '/v1/webhooks/{id}/rotate-secret': ['post'],
   '/v1/events': ['post'],
+  '/v1/event-types': ['get'],
 };
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 

@@ -98,7 +98,7 @@ describe('validateEventData: user.created', () => {
   });
 
   const shapeMessage =
-    'data.userId must look like user_<id>, where <id> is 1-255 characters of A-Z, a-z, 0-9, _ or -';
+    'data.userId must be shaped user_<id>, where <id> is 1-255 characters of A-Z, a-z, 0-9, _ or -';
 
   it.each([
     ['missing', {}, 'data.userId is required for user.created'],

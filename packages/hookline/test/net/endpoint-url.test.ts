@@ -62,6 +62,9 @@ describe('checkEndpointUrl: accepted', () => {
 
 type Refusal = [raw: string, code: 'invalid_url' | 'url_not_allowed', message: string];
 
+const SCHEME_RULE =
+  'url must be an absolute https:// URL (plain http:// only when HOOKLINE_ALLOW_PRIVATE_NETWORKS=true)';
+
 const INVALID: Refusal[] = [
   ['', 'invalid_url', 'url must be an absolute URL, such as https://example.com/webhooks'],
   [
@@ -96,23 +99,19 @@ const INVALID: Refusal[] = [
   ['https://hooks.example.com/\n', 'invalid_url', 'url must not start or end with whitespace'],
   ['https://hooks.exam\tple.com/', 'invalid_url', 'url must not contain control characters'],
   ['https://hooks.example.com/\u0000', 'invalid_url', 'url must not contain control characters'],
-  ['ftp://hooks.example.com/', 'invalid_url', 'url must use https'],
-  ['ws://hooks.example.com/', 'invalid_url', 'url must use https'],
-  ['file:///etc/passwd', 'invalid_url', 'url must use https'],
-  ['javascript:alert(1)', 'invalid_url', 'url must use https'],
-  ['data:text/plain,hi', 'invalid_url', 'url must use https'],
-  ['mailto:ops@example.com', 'invalid_url', 'url must use https'],
+  ['ftp://hooks.example.com/', 'invalid_url', SCHEME_RULE],
+  ['ws://hooks.example.com/', 'invalid_url', SCHEME_RULE],
+  ['file:///etc/passwd', 'invalid_url', SCHEME_RULE],
+  ['javascript:alert(1)', 'invalid_url', SCHEME_RULE],
+  ['data:text/plain,hi', 'invalid_url', SCHEME_RULE],
+  ['mailto:ops@example.com', 'invalid_url', SCHEME_RULE],
   ['https://user@hooks.example.com/', 'invalid_url', 'url must not contain a username or password'],
   ['https://user:secret@hooks.example.com/', 'invalid_url', 'url must not contain a username or password'],
   ['https://:secret@hooks.example.com/', 'invalid_url', 'url must not contain a username or password'],
 ];
 
 const NOT_ALLOWED: Refusal[] = [
-  [
-    'http://hooks.example.com/',
-    'url_not_allowed',
-    'url must use https (plain http is only allowed when HOOKLINE_ALLOW_PRIVATE_NETWORKS=true)',
-  ],
+  ['http://hooks.example.com/', 'url_not_allowed', SCHEME_RULE],
   // IP literals, including spellings the URL parser normalises
   ['https://127.0.0.1/', 'url_not_allowed', `url points to a loopback address (127.0.0.1); ${HINT}`],
   ['https://2130706433/', 'url_not_allowed', `url points to a loopback address (127.0.0.1); ${HINT}`],

@@ -15,6 +15,7 @@ export const ErrorBody = Type.Object(
 export const TenantId = Type.String({
   pattern: TENANT_ID_PATTERN,
   description: 'Tenant id: 1-64 of A-Z a-z 0-9 _ -',
+  'x-accepts': '1-64 characters of A-Z, a-z, 0-9, _ or -',
 });
 
 export const Limit = Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1-100' });

@@ -5,7 +5,10 @@ import { TenantId } from './common.js';
 export const EmitBody = Type.Object(
   {
     tenant_id: TenantId,
-    type: Type.String({ description: `One of: ${EVENT_TYPES.join(', ')}`, maxLength: 100 }),
+    type: Type.String({
+      description: `An event type (GET /v1/event-types, docs/events.md): ${EVENT_TYPES.join(', ')}`,
+      maxLength: 100,
+    }),
     data: Type.Object({}, { description: 'Event data; user.created needs userId shaped user_<id>' }),
     ordering_key: Type.Optional(
       Type.String({

@@ -6,11 +6,15 @@ const Url = Type.String({
   minLength: 1,
   maxLength: ENDPOINT_LIMITS.url,
   description: 'Absolute https:// URL',
+  'x-accepts': `an absolute https:// URL of at most ${ENDPOINT_LIMITS.url} characters (http:// only when private networks are allowed)`,
 });
 const Events = Type.Array(Type.String({ maxLength: 100 }), {
   minItems: ENDPOINT_LIMITS.minEvents,
   maxItems: ENDPOINT_LIMITS.maxEvents,
   description: 'Catalogue event names or the wildcards user.*, organization.*, organizationMembership.*, *',
+  'x-accepts':
+    `a list of ${ENDPOINT_LIMITS.minEvents}-${ENDPOINT_LIMITS.maxEvents} event type names (GET /v1/event-types) ` +
+    'or the wildcards user.*, organization.*, organizationMembership.*, *',
 });
 const Description = Type.String({ maxLength: ENDPOINT_LIMITS.description });
 const RateLimit = Type.Union(

@@ -2,7 +2,7 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { isPostgresUrl } from './database-url.js';
+import { isPostgresUrl, schemaNameProblem, splitSchema } from './database-url.js';
 
 export interface Config {
   readonly databaseUrl: string;
@@ -194,6 +194,9 @@ function readDatabaseUrl(env: Env): { databaseUrl: string; dataDir: string | nul
     } catch {
       throw new ConfigError('HOOKLINE_DATABASE_URL', 'is not a valid postgres:// URL');
     }
+    const { schema } = splitSchema(databaseUrl);
+    const problem = schema === null ? null : schemaNameProblem(schema);
+    if (problem) throw new ConfigError('HOOKLINE_DATABASE_URL', `?schema=: ${problem}`);
     return { databaseUrl, dataDir: null };
   }
   throw new ConfigError('HOOKLINE_DATABASE_URL', 'must start with sqlite: or postgres://');

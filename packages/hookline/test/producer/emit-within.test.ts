@@ -6,7 +6,7 @@ import { createProducer } from '../../src/producer/producer.js';
 import { eventually } from '../helpers/receiver.js';
 import { TEST_ENCRYPTION_KEY } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
-import { counting, received, startRig, type ProducerRig } from './support.js';
+import { counting, received, startRig, waitForIds, type ProducerRig } from './support.js';
 
 const userCreated = (userId: string, extra: object = {}) => ({
   tenantId: 'acme',
@@ -83,9 +83,8 @@ describe.runIf(STORE_KINDS.includes('postgres'))('emitWithin on PostgreSQL', () 
     expect(product.statements).toHaveLength(1);
     expect(id).toMatch(/^msg_/);
     await client.query('COMMIT');
-    const [request] = await rig.receiver.waitFor(1, 20_000);
-    expect(request!.headers['hook-id']).toBe(id);
-    expect(JSON.parse(request!.body)).toEqual({ type: 'user.created', data: { userId: 'user_commit' } });
+    const [delivered] = await waitForIds(rig.receiver, [id]);
+    expect(delivered).toEqual({ id, type: 'user.created', data: { userId: 'user_commit' } });
   });
 
   it('leaves no trace after a rollback', async () => {
@@ -104,9 +103,9 @@ describe.runIf(STORE_KINDS.includes('postgres'))('emitWithin on PostgreSQL', () 
     await after.query('BEGIN');
     const { id } = await rig.producer.emitWithin(after, userCreated('user_after'));
     await after.query('COMMIT');
-    await rig.receiver.waitFor(1, 20_000);
-    await eventually(async () => (await rig.footprint()).messages === (before.messages as number) + 1);
-    expect(received(rig.receiver).map((r) => r.id)).toEqual([id]);
+    await waitForIds(rig.receiver, [id]);
+    expect((await rig.footprint()).messages).toBe((before.messages as number) + 1);
+    expect(received(rig.receiver).filter((r) => r.data.userId === 'user_rolled_back')).toEqual([]);
   });
 
   it('answers the same id for the same Idempotency-Key within 24 hours, and the HTTP emit agrees', async () => {
@@ -203,9 +202,12 @@ describe.runIf(STORE_KINDS.includes('postgres'))('emitWithin on PostgreSQL', () 
     );
     expect(product.statements).toHaveLength(1);
     await client.query('COMMIT');
-    await rig.receiver.waitFor(types.length, 20_000);
-    expect(received(rig.receiver).map((r) => r.type)).toEqual([...types]);
-    expect(received(rig.receiver).map((r) => r.id)).toEqual(ids.map((r) => r.id));
+    const delivered = await waitForIds(
+      rig.receiver,
+      ids.map((r) => r.id),
+    );
+    expect(delivered.map((r) => r.type)).toEqual([...types]);
+    expect(delivered.map((r) => r.id)).toEqual(ids.map((r) => r.id));
   });
 
   it('orders two transactions emitting one key by commit: an open one holds up no committed one', async () => {
@@ -231,9 +233,9 @@ describe.runIf(STORE_KINDS.includes('postgres'))('emitWithin on PostgreSQL', () 
     });
     await b.query('COMMIT');
     // b emitted after a but committed first: delivered while a is still open.
-    await rig.receiver.waitFor(1, 20_000);
+    await waitForIds(rig.receiver, [fromB.id]);
     await a.query('COMMIT');
-    await rig.receiver.waitFor(2, 20_000);
+    await waitForIds(rig.receiver, [fromA.id]);
     // c emits after a and b committed: it comes after both.
     await c.query('BEGIN');
     const fromC = await rig.producer.emitWithin(c, {
@@ -243,8 +245,8 @@ describe.runIf(STORE_KINDS.includes('postgres'))('emitWithin on PostgreSQL', () 
       orderingKey: 'shared',
     });
     await c.query('COMMIT');
-    await rig.receiver.waitFor(3, 20_000);
-    expect(received(rig.receiver).map((r) => r.id)).toEqual([fromB.id, fromA.id, fromC.id]);
+    const delivered = await waitForIds(rig.receiver, [fromA.id, fromB.id, fromC.id]);
+    expect(delivered.map((r) => r.id)).toEqual([fromB.id, fromA.id, fromC.id]);
   });
 
   it('a product transaction held open stalls no other emit or delivery', async () => {
@@ -280,14 +282,13 @@ describe.runIf(STORE_KINDS.includes('postgres'))('emitWithin on PostgreSQL', () 
       ids.push((http.json() as { id: string }).id);
     }
     // Every one of them delivered while the holder is still open.
-    await rig.receiver.waitFor(ids.length, 30_000);
-    expect(new Set(received(rig.receiver).map((r) => r.id))).toEqual(new Set(ids));
+    await waitForIds(rig.receiver, ids, 30_000);
     // Held a while longer than it took (a few seconds at least), then committed: its event follows.
     const waitMore = Math.max(0, 3000 - (Date.now() - heldSince));
     await new Promise((r) => setTimeout(r, waitMore));
     await holder.query('COMMIT');
-    await rig.receiver.waitFor(ids.length + 1, 20_000);
-    expect(received(rig.receiver).at(-1)!.id).toBe(held[0]!.id);
+    const delivered = await waitForIds(rig.receiver, [...ids, held[0]!.id]);
+    expect(delivered.at(-1)!.id).toBe(held[0]!.id);
     console.log(`emitWithin + commit while a transaction was held open: max ${Math.max(...latencies)} ms`);
   }, 60_000);
 });

@@ -2,7 +2,7 @@
 // own connections beside it (a plain pg client, search_path the product's), for the producer tests.
 import pg from 'pg';
 import { createProducer, type Producer, type SqlClient } from '../../src/producer/producer.js';
-import { startReceiver, type Receiver } from '../helpers/receiver.js';
+import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startTestService, TEST_ENCRYPTION_KEY, type TestService } from '../helpers/service.js';
 import { PG_URL } from '../helpers/stores.js';
 
@@ -55,12 +55,21 @@ export async function startRig(options: RigOptions = {}): Promise<ProducerRig> {
       return c;
     },
     footprint: async () => {
+      // Once earlier deliveries have ended: their outcomes move the queue rows and the stats.
+      await eventually(async () => {
+        const open = await admin.query(
+          `SELECT (SELECT count(*)::int FROM "${schema}".deliveries WHERE status IN ('pending', 'delivering', 'held'))
+             + (SELECT coalesce(sum(in_flight), 0)::int FROM "${schema}".endpoint_queues) AS n`,
+        );
+        return open.rows[0].n === 0;
+      });
       const tables = await admin.query<{ table_name: string }>(
         `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`,
         [schema],
       );
       const counts: Record<string, unknown> = {};
-      for (const { table_name } of tables.rows) {
+      // The worker's queue sampler adds rows on its own clock (delivery/queue-sampler.ts).
+      for (const { table_name } of tables.rows.filter((t) => t.table_name !== 'queue_samples')) {
         const r = await admin.query(`SELECT count(*)::int AS n FROM "${schema}"."${table_name}"`);
         counts[table_name] = r.rows[0].n;
       }
@@ -96,4 +105,22 @@ export function received(receiver: Receiver): { id: string; type: string; data: 
     id: String(r.headers['hook-id']),
     ...(JSON.parse(r.body) as { type: string; data: Record<string, unknown> }),
   }));
+}
+
+/**
+ * Waits until each of `ids` has arrived at the subscriber, and answers their first arrivals in arrival
+ * order. Other requests (late or repeated deliveries of earlier tests) are left out.
+ */
+export async function waitForIds(
+  receiver: Receiver,
+  ids: readonly string[],
+  timeoutMs = 20_000,
+): Promise<{ id: string; type: string; data: Record<string, unknown> }[]> {
+  const wanted = new Set(ids);
+  const firsts = () => {
+    const seen = new Set<string>();
+    return received(receiver).filter((r) => wanted.has(r.id) && !seen.has(r.id) && seen.add(r.id));
+  };
+  await eventually(() => firsts().length === wanted.size, timeoutMs);
+  return firsts();
 }

@@ -10,6 +10,7 @@ import {
   type Queryable,
   type SqlValue,
 } from '../db.js';
+import { SCHEMA_NAME_PATTERN } from '../../database-url.js';
 import { scopedChannel } from './channel.js';
 import { PgListener } from './listener.js';
 
@@ -154,7 +155,7 @@ export class PgDb implements Db {
   private readonly namedSchema: string | null;
 
   constructor(options: PgDbOptions) {
-    this.namedSchema = options.schema && /^[a-z_][a-z0-9_]*$/.test(options.schema) ? options.schema : null;
+    this.namedSchema = options.schema && SCHEMA_NAME_PATTERN.test(options.schema) ? options.schema : null;
     // Startup parameters, not SET statements: no round trip, and values in the URL win (pg merges the
     // connection string over these).
     this.pool = new pg.Pool({

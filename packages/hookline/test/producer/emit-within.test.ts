@@ -151,6 +151,17 @@ describe.runIf(STORE_KINDS.includes('postgres'))('emitWithin on PostgreSQL', () 
     ]);
     await client.query('COMMIT');
     expect(many[1]).toEqual(many[0]);
+    // The same key with two different events in one call: refused before any query.
+    const product = counting(client);
+    expect(
+      await codeOf(
+        rig.producer.emitManyWithin(product, [
+          userCreated('user_idem3', { idempotencyKey: 'idem-3' }),
+          userCreated('user_idem4', { idempotencyKey: 'idem-3' }),
+        ]),
+      ),
+    ).toBe('idempotency_conflict');
+    expect(product.statements).toEqual([]);
     // Older than 24 hours, the key names a new message.
     await client.query(
       `UPDATE "${rig.schema}".messages SET created_at = created_at - 25 * 3600 * 1000 WHERE id = $1`,

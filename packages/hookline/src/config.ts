@@ -197,6 +197,10 @@ function readDatabaseUrl(env: Env): { databaseUrl: string; dataDir: string | nul
     const { schema } = splitSchema(databaseUrl);
     const problem = schema === null ? null : schemaNameProblem(schema);
     if (problem) throw new ConfigError('HOOKLINE_DATABASE_URL', `?schema=: ${problem}`);
+    // Both would set the search_path, and the URL's `options` would win over `schema`.
+    if (schema !== null && /search_path/.test(new URL(databaseUrl).searchParams.get('options') ?? '')) {
+      throw new ConfigError('HOOKLINE_DATABASE_URL', 'give ?schema= or a search_path in ?options=, not both');
+    }
     return { databaseUrl, dataDir: null };
   }
   throw new ConfigError('HOOKLINE_DATABASE_URL', 'must start with sqlite: or postgres://');

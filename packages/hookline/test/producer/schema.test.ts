@@ -30,6 +30,10 @@ describe('?schema= in HOOKLINE_DATABASE_URL', () => {
       expect(() => loadConfig(env), bad).toThrowError(ConfigError);
       expect(() => loadConfig(env)).toThrow(/HOOKLINE_DATABASE_URL.*schema/);
     }
+    const both = `postgres://u@h/app?schema=a&options=${encodeURIComponent('-c search_path=b')}`;
+    expect(() => loadConfig({ HOOKLINE_DATABASE_URL: both, HOOKLINE_ENCRYPTION_KEY: KEY })).toThrow(
+      /HOOKLINE_DATABASE_URL.*not both/,
+    );
     expect(
       loadConfig({
         HOOKLINE_DATABASE_URL: 'postgres://u@h/app?schema=hook_line2',

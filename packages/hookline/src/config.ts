@@ -2,7 +2,7 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { isPostgresUrl } from './database-url.js';
+import { isPostgresUrl, schemaNameProblem, splitSchema } from './database-url.js';
 
 export interface Config {
   readonly databaseUrl: string;
@@ -193,6 +193,13 @@ function readDatabaseUrl(env: Env): { databaseUrl: string; dataDir: string | nul
       new URL(databaseUrl);
     } catch {
       throw new ConfigError('HOOKLINE_DATABASE_URL', 'is not a valid postgres:// URL');
+    }
+    const { schema } = splitSchema(databaseUrl);
+    const problem = schema === null ? null : schemaNameProblem(schema);
+    if (problem) throw new ConfigError('HOOKLINE_DATABASE_URL', `?schema=: ${problem}`);
+    // Both would set the search_path, and the URL's `options` would win over `schema`.
+    if (schema !== null && /search_path/.test(new URL(databaseUrl).searchParams.get('options') ?? '')) {
+      throw new ConfigError('HOOKLINE_DATABASE_URL', 'give ?schema= or a search_path in ?options=, not both');
     }
     return { databaseUrl, dataDir: null };
   }

@@ -21,3 +21,14 @@ export {
   type TypedEvent,
 } from './catalogue/index.js';
 export { HooklineError, type ErrorCode } from './errors.js';
+// Emitting inside the product's own PostgreSQL transaction (docs/producers.md):
+//
+//   const producer = createProducer({ encryptionKey: process.env.HOOKLINE_ENCRYPTION_KEY, schema: 'hookline' });
+//   await producer.emitWithin(client, { tenantId: 'acme', type: 'user.created', data: { userId: 'user_1' } });
+export {
+  createProducer,
+  type Producer,
+  type ProducerEvent,
+  type ProducerOptions,
+  type SqlClient,
+} from './producer/producer.js';

@@ -1,7 +1,6 @@
 // Emitting an event: validate, write the message durably (encrypted), wake the workers, answer.
 // Nothing here depends on how many endpoints subscribe or how they behave: a tenant's few endpoints
 // may get their deliveries in the same transaction (delivery/fanout.ts), many are left to the workers.
-import { isEventType, unknownEventTypeMessage, validateEventData } from '../catalogue/index.js';
 import type { Context } from '../context.js';
 import { HooklineError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -15,25 +14,19 @@ import {
   type MessageRow,
 } from '../store/messages.js';
 import { ensureTenant } from '../store/tenants.js';
-import { assertTenantId } from '../tenants.js';
+import { fingerprintText, IDEMPOTENCY_WINDOW_MS, validate } from './validate.js';
 
-export const MAX_EVENT_BODY_BYTES = 256 * 1024;
-export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
-export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
-export const MAX_ORDERING_KEY_LENGTH = 255;
-// C0 and C1 control characters (docs/contract.md §4.2: "no control characters").
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
-
-/** An ordering key's problem, or null when it is acceptable. */
-export function orderingKeyProblem(key: unknown): string | null {
-  if (typeof key !== 'string') return 'ordering_key must be a string';
-  if (key.length === 0 || key.length > MAX_ORDERING_KEY_LENGTH) {
-    return `ordering_key must be 1-${MAX_ORDERING_KEY_LENGTH} characters`;
-  }
-  if (CONTROL_CHARACTER.test(key)) return 'ordering_key must not contain control characters';
-  return null;
-}
+// The checks moved to events/validate.ts, shared with the in-transaction producer; re-exported for
+// the modules that import them from here.
+export {
+  canonicalJson,
+  IDEMPOTENCY_WINDOW_MS,
+  MAX_EVENT_BODY_BYTES,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  MAX_ORDERING_KEY_LENGTH,
+  messageBody,
+  orderingKeyProblem,
+} from './validate.js';
 
 export interface EmitInput {
   tenantId: string;
@@ -55,61 +48,6 @@ export interface EmitResult {
 
 export function messageAad(messageId: string): string {
   return `message:${messageId}`;
-}
-
-/** The raw body every delivery of the message carries, byte for byte. */
-export function messageBody(type: string, data: unknown): string {
-  return JSON.stringify({ type, data });
-}
-
-/**
- * JSON with object keys sorted, so the same event sent again with its keys in another order is still
- * recognised as the same request under its Idempotency-Key.
- */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v ?? null)).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
-function validate(input: EmitInput): string {
-  assertTenantId(input.tenantId);
-  if (!isEventType(input.type)) {
-    throw new HooklineError('unknown_event_type', unknownEventTypeMessage(input.type));
-  }
-  let body: string;
-  try {
-    const problem = validateEventData(input.type, input.data);
-    if (problem) throw new HooklineError('invalid_event_data', problem);
-    body = messageBody(input.type, input.data);
-  } catch (err) {
-    // Checking and serialising `data` walk it recursively: nesting a few thousand levels deep (a
-    // small body) overflows the stack. That is the producer's input, not a server fault.
-    if (err instanceof RangeError) {
-      throw new HooklineError('invalid_event_data', 'data is nested too deeply');
-    }
-    throw err;
-  }
-  const key = input.idempotencyKey;
-  if (key != null && (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)) {
-    throw new HooklineError(
-      'validation_failed',
-      `Idempotency-Key must be 1-${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
-    );
-  }
-  if (input.orderingKey != null) {
-    const problem = orderingKeyProblem(input.orderingKey);
-    if (problem) throw new HooklineError('validation_failed', problem);
-  }
-  if (Buffer.byteLength(body) > MAX_EVENT_BODY_BYTES) {
-    throw new HooklineError('payload_too_large', `the event body exceeds ${MAX_EVENT_BODY_BYTES} bytes`);
-  }
-  return body;
 }
 
 interface Prepared {
@@ -153,16 +91,7 @@ export class Emitter {
     try {
       const body = validate(input);
       const key = input.idempotencyKey ?? null;
-      const fingerprint =
-        key === null
-          ? null
-          : this.ctx.envelope.digest(
-              canonicalJson({
-                type: input.type,
-                data: input.data,
-                ordering_key: input.orderingKey ?? undefined,
-              }),
-            );
+      const fingerprint = key === null ? null : this.ctx.envelope.digest(fingerprintText(input));
       const id = newId('message', this.ctx.clock());
       const payload = this.ctx.envelope.seal(body, messageAad(id));
       prepared = { input, key, fingerprint, id, payload };

@@ -37,6 +37,25 @@ async function appliedVersions(tx: Queryable): Promise<Set<number>> {
   return new Set(rows.map((r) => Number(r.version)));
 }
 
+/**
+ * HOOKLINE_DATABASE_URL's `?schema=` (or a search_path) may name a schema that does not exist yet:
+ * PostgreSQL then has no schema to create tables in (current_schema() is null), so migrate creates
+ * the first one the search_path names (docs/producers.md, "Schema").
+ */
+async function createMissingSchema(tx: Queryable): Promise<void> {
+  const row = await tx.one<{ schema: string | null; path: string }>(
+    "SELECT current_schema() AS schema, current_setting('search_path') AS path",
+  );
+  if (!row || row.schema !== null) return;
+  const first = row.path
+    .split(',')[0]!
+    .trim()
+    .replace(/^"(.*)"$/, '$1')
+    .replaceAll('""', '"');
+  if (first === '' || first === '$user') return;
+  await tx.run(`CREATE SCHEMA IF NOT EXISTS "${first.replaceAll('"', '""')}"`);
+}
+
 export interface MigrateResult {
   applied: number[];
   current: number;
@@ -55,6 +74,7 @@ export async function migrate(
       await tx.run('SET LOCAL lock_timeout = 0');
       await tx.run('SET LOCAL statement_timeout = 0');
       await tx.one('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      await createMissingSchema(tx);
     }
     await tx.run(
       `CREATE TABLE IF NOT EXISTS schema_migrations (

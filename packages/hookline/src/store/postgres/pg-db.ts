@@ -10,6 +10,8 @@ import {
   type Queryable,
   type SqlValue,
 } from '../db.js';
+import { SCHEMA_NAME_PATTERN } from '../../database-url.js';
+import { scopedChannel } from './channel.js';
 import { PgListener } from './listener.js';
 
 const INT8_OID = 20;
@@ -110,7 +112,7 @@ function queryable(client: pg.Pool | pg.PoolClient): Queryable {
 
 export interface PgDbOptions {
   connectionString: string;
-  /** Statements run on every new connection, e.g. `SET search_path` for a test schema. */
+  /** The search_path of every connection: a test's schema, or `?schema=` of HOOKLINE_DATABASE_URL. */
   schema?: string;
   max?: number;
 }
@@ -133,12 +135,12 @@ export class PgDb implements Db {
   private schema: Promise<string> | null = null;
 
   /**
-   * A channel of this installation's own: notifications reach every session of the database, and
-   * installations in other schemas would wake each other's workers for nothing. In the public
-   * schema the name is kept as it is (`hookline_work`), so processes of earlier versions still hear
-   * and are heard.
+   * A channel of this installation's own (store/postgres/channel.ts). With the schema named in the
+   * options, from it: the schema may not exist yet when the first worker starts listening (migrate
+   * creates it), and current_schema() would then answer null.
    */
   private async scoped(channel: string): Promise<string> {
+    if (this.namedSchema !== null) return scopedChannel(channel, this.namedSchema);
     if (!this.schema) {
       this.schema = this.one<{ schema: string }>('SELECT current_schema() AS schema').then(
         (r) => r?.schema ?? 'public',
@@ -146,11 +148,14 @@ export class PgDb implements Db {
       // Not kept when it failed: the next notification or reconnection asks again.
       this.schema.catch(() => (this.schema = null));
     }
-    const schema = await this.schema;
-    return schema === 'public' ? channel : `${channel}:${schema}`;
+    return scopedChannel(channel, await this.schema);
   }
 
+  /** The schema the options name, when it is one name (a test's or `?schema=`'s). */
+  private readonly namedSchema: string | null;
+
   constructor(options: PgDbOptions) {
+    this.namedSchema = options.schema && SCHEMA_NAME_PATTERN.test(options.schema) ? options.schema : null;
     // Startup parameters, not SET statements: no round trip, and values in the URL win (pg merges the
     // connection string over these).
     this.pool = new pg.Pool({

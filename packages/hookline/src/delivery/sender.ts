@@ -5,7 +5,13 @@
 // answer that delivery/last-error.ts seals).
 import { rootCertificates } from 'node:tls';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
-import { assertHostAllowed, BLOCKED_ADDRESS_ERROR_CODE, createGuardedLookup } from '../net/index.js';
+import {
+  assertHostAllowed,
+  BLOCKED_ADDRESS_ERROR_CODE,
+  createGuardedLookup,
+  EGRESS_PROXY_ERROR_CODE,
+  egressProxyConnector,
+} from '../net/index.js';
 import { parseRetryAfter } from './backoff.js';
 
 export const RESPONSE_BODY_CAP_BYTES = 4 * 1024;
@@ -48,6 +54,8 @@ export interface SenderOptions {
   connectionsPerOrigin?: number;
   /** PEM certificates of CAs trusted besides Node's default roots (HOOKLINE_CA_FILE). */
   extraCaCertificates?: string | null;
+  /** HOOKLINE_EGRESS_PROXY_URL: every connection tunnels through this CONNECT proxy (net/egress-proxy.ts). */
+  egressProxyUrl?: string | null;
 }
 
 /** Node's names for certificate verification failures, and its TLS and OpenSSL error codes. */
@@ -85,6 +93,7 @@ export function describeFailure(err: unknown, hostname: string): string {
   const code = typeof rawCode === 'string' && CODE.test(rawCode) ? rawCode : null;
   const message = String(inner.message ?? e.message ?? '');
   if (code === BLOCKED_ADDRESS_ERROR_CODE) return `${code}: ${message}`;
+  if (code === EGRESS_PROXY_ERROR_CODE) return message;
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `TLS: the certificate is not for ${hostname} (${code})`;
   if (code && TLS_ERROR.test(code)) return `TLS: ${message} (${code})`;
   if (code?.startsWith('HPE_')) return `invalid HTTP answer (${code})`;
@@ -172,15 +181,25 @@ export class Sender implements Sending {
   private readonly deadlines = new Deadlines();
 
   constructor(private readonly options: SenderOptions) {
-    const connect = buildConnector({
+    const lookup = createGuardedLookup(options.allowPrivateNetworks);
+    const direct = buildConnector({
       timeout: options.timeoutMs,
-      lookup: createGuardedLookup(options.allowPrivateNetworks),
+      lookup,
       // Explicit, so NODE_TLS_REJECT_UNAUTHORIZED=0 cannot turn certificate checks off
       // (docs/security.md).
       rejectUnauthorized: true,
       // A `ca` replaces Node's roots, so they are passed along with the extra ones.
       ...(options.extraCaCertificates ? { ca: [...rootCertificates, options.extraCaCertificates] } : {}),
     });
+    const connect = options.egressProxyUrl
+      ? egressProxyConnector({
+          proxyUrl: options.egressProxyUrl,
+          lookup,
+          allowPrivateNetworks: options.allowPrivateNetworks,
+          timeoutMs: options.timeoutMs,
+          tlsOverTunnel: direct,
+        })
+      : direct;
     this.agent = new Agent({
       connections: options.connectionsPerOrigin ?? 16,
       keepAliveTimeout: IDLE_CONNECTION_MS,

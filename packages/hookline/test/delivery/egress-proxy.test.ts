@@ -159,7 +159,7 @@ describe('attempts through an egress proxy', () => {
   };
   /** An http or https subscriber on 127.0.0.1 answering 204; counts requests and the SNI names seen. */
   const subscriber = async (tls?: { key: Buffer; cert: Buffer }) => {
-    const seen = { requests: 0, servernames: [] as (string | false)[] };
+    const seen = { requests: 0, servernames: [] as (string | false | null)[] };
     const handler = (_req: unknown, res: { writeHead(s: number): { end(): void } }) => {
       seen.requests++;
       res.writeHead(204).end();

@@ -127,6 +127,7 @@ async function startHttpsSubscriber(name: Subscriber): Promise<HttpsSubscriber> 
           headers: req.headers,
           body: Buffer.concat(chunks).toString('utf8'),
           at: Date.now(),
+          remotePort: req.socket.remotePort ?? 0,
         });
         res.writeHead(200).end();
       });

@@ -21,6 +21,8 @@ export interface Config {
   readonly allowPrivateNetworks: boolean;
   /** PEM certificates of HOOKLINE_CA_FILE: CAs trusted for deliveries besides the default roots. */
   readonly extraCaCertificates: string | null;
+  /** HOOKLINE_EGRESS_PROXY_URL, checked: the HTTP CONNECT proxy every attempt goes through, or null. */
+  readonly egressProxyUrl: string | null;
   readonly logLevel: string;
   /** Attempts in flight per worker process, all endpoints together. */
   readonly workerConcurrency: number;
@@ -86,6 +88,7 @@ export const KNOWN_VARIABLES = [
   'HOOKLINE_DELIVERY_TIMEOUT_MS',
   'HOOKLINE_ALLOW_PRIVATE_NETWORKS',
   'HOOKLINE_CA_FILE',
+  'HOOKLINE_EGRESS_PROXY_URL',
   'HOOKLINE_LOG_LEVEL',
   'HOOKLINE_WORKER_CONCURRENCY',
   'HOOKLINE_ENDPOINT_CONCURRENCY',
@@ -216,6 +219,29 @@ export function validateEncryptionKey(raw: string, variable = 'HOOKLINE_ENCRYPTI
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 
+/**
+ * `http://[user:pass@]host:port`. Only `http:`: hookline speaks plain HTTP to the proxy, and TLS to
+ * subscribers stays end to end inside the tunnel. The message never repeats the value (it may hold a
+ * password).
+ */
+function readEgressProxyUrl(env: Env): string | null {
+  const raw = env.HOOKLINE_EGRESS_PROXY_URL?.trim();
+  if (!raw) return null;
+  const expected = 'expected http://[user:pass@]host:port';
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('HOOKLINE_EGRESS_PROXY_URL', `is not a URL; ${expected}`);
+  }
+  if (url.protocol !== 'http:')
+    throw new ConfigError('HOOKLINE_EGRESS_PROXY_URL', `must be an http:// URL; ${expected}`);
+  if (!url.port) throw new ConfigError('HOOKLINE_EGRESS_PROXY_URL', `needs a port; ${expected}`);
+  if (url.pathname !== '/' || url.search || url.hash)
+    throw new ConfigError('HOOKLINE_EGRESS_PROXY_URL', `must have no path, query or fragment; ${expected}`);
+  return url.href;
+}
+
 /** Read at start, so a missing or mistaken file stops start-up instead of failing every delivery. */
 function readCaFile(env: Env): string | null {
   const file = env.HOOKLINE_CA_FILE?.trim();
@@ -287,6 +313,7 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryTimeoutMs: readInt(env, 'HOOKLINE_DELIVERY_TIMEOUT_MS', DEFAULTS.deliveryTimeoutMs, 100, 300_000),
     allowPrivateNetworks: readBool(env, 'HOOKLINE_ALLOW_PRIVATE_NETWORKS', false),
     extraCaCertificates: readCaFile(env),
+    egressProxyUrl: readEgressProxyUrl(env),
     logLevel,
     workerConcurrency: readInt(env, 'HOOKLINE_WORKER_CONCURRENCY', DEFAULTS.workerConcurrency, 1, 10_000),
     endpointConcurrency: readInt(

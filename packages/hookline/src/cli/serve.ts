@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { Config } from '../config.js';
-import { sendsFromThread } from '../delivery/sender-thread-boot.js';
+import { sendsFromThread } from '../delivery/sender-thread.js';
 import { startService, type Service } from '../service.js';
 
 function closeOnSignals(service: Service): void {

@@ -1,6 +1,7 @@
-// What a failed attempt leaves in the database (docs/security.md, "What is stored"): the reason in
-// clear, which hookline wrote itself ("HTTP 500", "timed out after 15000 ms", "TLS: …"), and the
-// start of the subscriber's answer sealed like a payload. Subscribers echo what they were sent
+// What a failed attempt leaves in the database (docs/security.md, "Encryption at rest"): the reason in
+// clear, which hookline wrote itself ("HTTP 500", "timed out after 15000 ms", "TLS: …", "invalid HTTP
+// answer (…)": delivery/sender.ts never puts the subscriber's bytes in it), and the start of the
+// subscriber's answer body sealed like a payload. Subscribers echo what they were sent
 // (`{"error":"bad input","received":<the body>}`), so their answers are personal data about our
 // payloads and never stored in clear. Operators read both together (docs/contract.md §4.3 last_error).
 import type { Envelope } from '../crypto/envelope.js';

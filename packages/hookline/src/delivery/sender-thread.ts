@@ -1,5 +1,5 @@
-// The webhook HTTP client run in a thread of its own (docs/architecture.md, "Sending"), by a worker on
-// SQLite (sendsFromThread in delivery/sender-thread-boot.ts). A worker's main thread claims, decrypts,
+// The webhook sender run in a thread of its own (docs/architecture.md, "Sending"), by a worker on
+// SQLite (sendsFromThread below). A worker's main thread claims, decrypts,
 // signs and records outcomes; the HTTP work of its attempts (requests, answers, the socket writes)
 // was about a third of that thread's CPU, and it was the thread's limit.
 // Here the attempts of one turn of the event loop cross to the sender thread in one message and their
@@ -7,7 +7,7 @@
 // This file is both sides: the handle the worker uses, and (run as the thread) the loop inside. It
 // must run compiled: a thread cannot load the TypeScript sources.
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { takeBootedSenderThread } from './sender-thread-boot.js';
+import { isPostgresUrl } from '../database-url.js';
 import {
   notSent,
   Sender,
@@ -17,19 +17,25 @@ import {
   type Sending,
 } from './sender.js';
 
-/** A batch of attempts, flattened: id, url, headers, body for each; `options` to a booted thread first. */
-type ToThread =
-  | { type: 'options'; senderOptions: SenderOptions }
-  | { type: 'send'; batch: unknown[] }
-  | { type: 'abortAll' }
-  | { type: 'close' };
+/**
+ * Whether a worker on this database sends from a thread of its own. On SQLite its main thread runs
+ * the SQL itself, and the HTTP work is better off elsewhere; on PostgreSQL the SQL runs in the server,
+ * the main thread has room for the HTTP work, and each hop to and from a thread costs latency: there
+ * drains ran 5-7 % faster without it (docs/architecture.md, "Sending"). `databaseUrl` as
+ * HOOKLINE_DATABASE_URL gives it: unset or `sqlite:` is SQLite.
+ */
+export function sendsFromThread(databaseUrl: string | undefined): boolean {
+  return !isPostgresUrl(databaseUrl?.trim() ?? '');
+}
+
+/** A batch of attempts, flattened: id, url, headers, body for each. */
+type ToThread = { type: 'send'; batch: unknown[] } | { type: 'abortAll' } | { type: 'close' };
 /** 'ready' once, then results, flattened: id, result for each. */
 type FromThread = 'ready' | unknown[];
 
 interface ThreadData {
   hooklineSender: true;
-  /** Absent in a thread started ahead of its worker (delivery/sender-thread-boot.ts): sent later. */
-  senderOptions?: SenderOptions;
+  senderOptions: SenderOptions;
 }
 
 export class SenderThread implements Sending {
@@ -94,13 +100,9 @@ export class SenderThread implements Sending {
 
   private thread(): Worker {
     if (this.worker) return this.worker;
-    const booted = takeBootedSenderThread();
-    if (booted) booted.postMessage({ type: 'options', senderOptions: this.options } satisfies ToThread);
-    const worker =
-      booted ??
-      new Worker(new URL(import.meta.url), {
-        workerData: { hooklineSender: true, senderOptions: this.options } satisfies ThreadData,
-      });
+    const worker = new Worker(new URL(import.meta.url), {
+      workerData: { hooklineSender: true, senderOptions: this.options } satisfies ThreadData,
+    });
     let started!: () => void;
     this.ready = new Promise((resolve) => (started = resolve));
     worker.on('message', (results: FromThread) => {
@@ -158,12 +160,5 @@ function runThread(port: NonNullable<typeof parentPort>, options: SenderOptions)
 }
 
 const threadData = workerData as ThreadData | undefined;
-if (!isMainThread && parentPort && threadData?.hooklineSender) {
-  const port = parentPort;
-  if (threadData.senderOptions) runThread(port, threadData.senderOptions);
-  else {
-    port.once('message', (m: ToThread) => {
-      if (m.type === 'options') runThread(port, m.senderOptions);
-    });
-  }
-}
+if (!isMainThread && parentPort && threadData?.hooklineSender)
+  runThread(parentPort, threadData.senderOptions);

@@ -1,11 +1,18 @@
-// A webhook attempt. It protects hookline from its subscribers: private addresses are refused inside
-// DNS resolution (so it connects only to the address it checked), redirects are not followed, the
-// whole attempt has one deadline, and at most a few KiB of any answer is read. The HTTP exchange
-// itself is delivery/http1-client.ts.
+// A webhook attempt, through undici (docs/architecture.md, "Sending"). It protects hookline from its
+// subscribers: private addresses are refused inside DNS resolution (so it connects only to the address
+// it checked), redirects are not followed, the whole attempt has one deadline, at most a few KiB of
+// any answer is read, and nothing the subscriber wrote is put in the attempt's reason (only in the
+// answer that delivery/last-error.ts seals).
 import { rootCertificates } from 'node:tls';
-import { assertHostAllowed, createGuardedLookup } from '../net/index.js';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
+import {
+  assertHostAllowed,
+  BLOCKED_ADDRESS_ERROR_CODE,
+  createGuardedLookup,
+  EGRESS_PROXY_ERROR_CODE,
+  egressProxyConnector,
+} from '../net/index.js';
 import { parseRetryAfter } from './backoff.js';
-import { Http1Client, type Http1Exchange } from './http1-client.js';
 
 export const RESPONSE_BODY_CAP_BYTES = 4 * 1024;
 const ERROR_TEXT_CAP = 1024;
@@ -47,25 +54,59 @@ export interface SenderOptions {
   connectionsPerOrigin?: number;
   /** PEM certificates of CAs trusted besides Node's default roots (HOOKLINE_CA_FILE). */
   extraCaCertificates?: string | null;
+  /** HOOKLINE_EGRESS_PROXY_URL: every connection tunnels through this CONNECT proxy (net/egress-proxy.ts). */
+  egressProxyUrl?: string | null;
 }
 
 /** Node's names for certificate verification failures, and its TLS and OpenSSL error codes. */
 const TLS_ERROR =
   /^(ERR_TLS_|ERR_SSL_)|CERT|CRL|^UNABLE_TO_|^(INVALID_CA|INVALID_PURPOSE|PATH_LENGTH_EXCEEDED|HOSTNAME_MISMATCH)$/;
+/** A code hookline may repeat: a constant's name, never text from the other side. */
+const CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
 
-function describe(err: unknown, timeoutMs: number): string {
+/** undici's names for what went wrong in an answer, in hookline's words. */
+const ANSWER_ERRORS: Readonly<Record<string, string>> = {
+  UND_ERR_SOCKET: 'the subscriber closed the connection',
+  UND_ERR_HEADERS_OVERFLOW: "the answer's head is too large",
+  UND_ERR_RES_CONTENT_LENGTH_MISMATCH: "the answer's body does not match its Content-Length",
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  UND_ERR_HEADERS_TIMEOUT: 'no answer in time',
+  UND_ERR_BODY_TIMEOUT: "the answer's body stopped",
+};
+
+/**
+ * Why an attempt failed, in hookline's own words: an error class and a code, never bytes the
+ * subscriber sent (a malformed status line, a header, a certificate's names), which would be stored in
+ * clear (docs/security.md, "Encryption at rest"). Node's messages for connection errors and OpenSSL's for
+ * TLS are fixed text about our side, so they stay; the one TLS message that quotes the certificate
+ * (its names) is replaced.
+ */
+export function describeFailure(err: unknown, hostname: string): string {
   const e = err as {
-    name?: string;
-    code?: string;
-    message?: string;
-    cause?: { code?: string; message?: string };
+    name?: unknown;
+    code?: unknown;
+    message?: unknown;
+    cause?: { code?: unknown; message?: unknown };
   };
-  if (e.name === 'TimeoutError' || e.name === 'AbortError') return `timed out after ${timeoutMs} ms`;
-  const inner = e.cause ?? e;
-  const code = inner.code ?? e.code;
-  const message = inner.message ?? e.message;
+  const inner = e.cause && typeof e.cause === 'object' ? e.cause : e;
+  const rawCode = inner.code ?? e.code;
+  const code = typeof rawCode === 'string' && CODE.test(rawCode) ? rawCode : null;
+  const message = String(inner.message ?? e.message ?? '');
+  if (code === BLOCKED_ADDRESS_ERROR_CODE) return `${code}: ${message}`;
+  if (code === EGRESS_PROXY_ERROR_CODE) return message;
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `TLS: the certificate is not for ${hostname} (${code})`;
   if (code && TLS_ERROR.test(code)) return `TLS: ${message} (${code})`;
-  return code ? `${code}: ${message}` : (e.message ?? String(err));
+  if (code?.startsWith('HPE_')) return `invalid HTTP answer (${code})`;
+  if (e.name === 'HTTPParserError') {
+    // llhttp's reason, fixed text of its own (the bytes it choked on are in `data`, left there).
+    const why = /\(([\w ,./'-]{1,100})\)$/.exec(message)?.[1];
+    return `invalid HTTP answer${why ? ` (${why})` : ''}`;
+  }
+  if (code && ANSWER_ERRORS[code]) return `${ANSWER_ERRORS[code]} (${code})`;
+  // Node's system errors (ECONNREFUSED, ENOTFOUND…): "connect ECONNREFUSED 127.0.0.1:8080".
+  if (code && /^E[A-Z]+$/.test(code) && (inner as { syscall?: unknown }).syscall !== undefined)
+    return `${code}: ${message}`;
+  return `request failed (${code ?? 'no error code'})`;
 }
 
 /** A deadline in the queue; `expire` is dropped (null) once the attempt has ended. */
@@ -127,21 +168,47 @@ class Deadlines {
 }
 
 class TimedOut extends Error {}
+class Cancelled extends Error {}
+class BodyCapReached extends Error {}
 
 /** How long a connection to a subscriber is kept open unused. */
 const IDLE_CONNECTION_MS = 30_000;
+/** The largest answer head (status line and headers) read. */
+export const MAX_HEAD_BYTES = 16 * 1024;
 
 export class Sender implements Sending {
-  private readonly client: Http1Client;
+  private readonly agent: Agent;
   private readonly deadlines = new Deadlines();
 
   constructor(private readonly options: SenderOptions) {
-    this.client = new Http1Client({
-      connectionsPerOrigin: options.connectionsPerOrigin ?? 16,
-      idleTimeoutMs: IDLE_CONNECTION_MS,
-      lookup: createGuardedLookup(options.allowPrivateNetworks),
+    const lookup = createGuardedLookup(options.allowPrivateNetworks);
+    const direct = buildConnector({
+      timeout: options.timeoutMs,
+      lookup,
+      // Explicit, so NODE_TLS_REJECT_UNAUTHORIZED=0 cannot turn certificate checks off
+      // (docs/security.md).
+      rejectUnauthorized: true,
       // A `ca` replaces Node's roots, so they are passed along with the extra ones.
       ...(options.extraCaCertificates ? { ca: [...rootCertificates, options.extraCaCertificates] } : {}),
+    });
+    const connect = options.egressProxyUrl
+      ? egressProxyConnector({
+          proxyUrl: options.egressProxyUrl,
+          lookup,
+          allowPrivateNetworks: options.allowPrivateNetworks,
+          timeoutMs: options.timeoutMs,
+          tlsOverTunnel: direct,
+        })
+      : direct;
+    this.agent = new Agent({
+      connections: options.connectionsPerOrigin ?? 16,
+      keepAliveTimeout: IDLE_CONNECTION_MS,
+      keepAliveMaxTimeout: IDLE_CONNECTION_MS,
+      maxHeaderSize: MAX_HEAD_BYTES,
+      // The attempt's own deadline ends it; these only must not end it sooner.
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      connect,
     });
   }
 
@@ -150,16 +217,21 @@ export class Sender implements Sending {
   }
 
   /**
-   * One attempt: a POST, its answer's status, Retry-After and the start of its body. No per-attempt
-   * timer or abort signal: the attempt's deadline is an entry in one FIFO (docs/architecture.md,
+   * One attempt: a POST through undici's dispatcher with a minimal handler (no response stream, no
+   * per-attempt timer or abort signal: its deadline is an entry in one FIFO, docs/architecture.md,
    * "Sending").
    */
   send(req: SendRequest, cancel?: AbortSignal, now: () => number = Date.now): Promise<SendResult> {
     const started = performance.now();
     const { timeoutMs, allowPrivateNetworks } = this.options;
     return new Promise<SendResult>((resolve) => {
-      let exchange: Http1Exchange | null = null;
       let settled = false;
+      let controller: Dispatcher.DispatchController | null = null;
+      let status = 0;
+      let retryAfter: string | string[] | undefined;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let hostname = '';
       const finish = (partial: Omit<SendResult, 'durationMs'>) => {
         if (settled) return;
         settled = true;
@@ -171,38 +243,74 @@ export class Sender implements Sending {
         resolve({ ok, status, error, retryAfterMs, durationMs: performance.now() - started });
       };
       const failed = (error: string) => finish({ ok: false, status: null, error, retryAfterMs: null });
+      const answered = () => {
+        if (status >= 200 && status < 300)
+          return finish({ ok: true, status, error: null, retryAfterMs: null });
+        // The body is the subscriber's: after "HTTP <status>: ", where splitError finds and seals it.
+        const text = Buffer.concat(chunks).subarray(0, RESPONSE_BODY_CAP_BYTES).toString('utf8');
+        const redirect = status >= 300 && status < 400 ? ' (redirects are not followed)' : '';
+        finish({
+          ok: false,
+          status,
+          error: `HTTP ${status}${redirect}${text ? `: ${text.slice(0, ERROR_TEXT_CAP)}` : ''}`,
+          retryAfterMs:
+            status === 429 || status === 503
+              ? parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, now())
+              : null,
+        });
+      };
+      const stop = (reason: Error) => {
+        if (controller && !controller.aborted) controller.abort(reason);
+      };
       const deadline = this.deadlines.add(started + timeoutMs, () => {
         failed(`timed out after ${timeoutMs} ms`);
-        exchange?.abort(new TimedOut());
+        stop(new TimedOut());
       });
       const onCancel = () => {
         failed('attempt cancelled');
-        exchange?.abort(new Error('attempt cancelled'));
+        stop(new Cancelled());
       };
       if (cancel?.aborted) return onCancel();
       cancel?.addEventListener('abort', onCancel, { once: true });
+      let url: URL;
       try {
-        const url = new URL(req.url);
+        url = new URL(req.url);
+        hostname = url.hostname;
         // Node does not run `lookup` for IP literals, so those are checked here.
         if (!allowPrivateNetworks) assertHostAllowed(url.hostname);
-        exchange = this.client.post(url, req.headers, req.body, RESPONSE_BODY_CAP_BYTES, (err, answer) => {
-          if (err) return failed(describe(err, timeoutMs));
-          const status = answer!.status;
-          if (status >= 200 && status < 300)
-            return finish({ ok: true, status, error: null, retryAfterMs: null });
-          const text = answer!.body.toString('utf8');
-          const redirect = status >= 300 && status < 400 ? ' (redirects are not followed)' : '';
-          finish({
-            ok: false,
-            status,
-            error: `HTTP ${status}${redirect}${text ? `: ${text.slice(0, ERROR_TEXT_CAP)}` : ''}`,
-            retryAfterMs:
-              status === 429 || status === 503 ? parseRetryAfter(answer!.retryAfter, now()) : null,
-          });
-        });
       } catch (err) {
-        return failed(describe(err, timeoutMs));
+        return failed(describeFailure(err, hostname));
       }
+      this.agent.dispatch(
+        {
+          origin: url.origin,
+          path: `${url.pathname}${url.search}`,
+          method: 'POST',
+          headers: req.headers,
+          body: req.body,
+        },
+        {
+          onRequestStart: (c) => {
+            controller = c;
+            if (settled) c.abort(new Cancelled());
+          },
+          onResponseStart: (_c, statusCode, headers) => {
+            status = statusCode;
+            retryAfter = headers['retry-after'];
+          },
+          onResponseData: (c, chunk) => {
+            chunks.push(chunk);
+            size += chunk.length;
+            // Enough of the answer: the rest of a huge one is never read (its connection is closed).
+            if (size >= RESPONSE_BODY_CAP_BYTES) c.abort(new BodyCapReached());
+          },
+          onResponseEnd: () => answered(),
+          onResponseError: (_c, err) => {
+            if (err instanceof BodyCapReached) answered();
+            else failed(describeFailure(err, hostname));
+          },
+        },
+      );
     });
   }
 
@@ -211,9 +319,8 @@ export class Sender implements Sending {
     this.deadlines.expireAll();
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.deadlines.expireAll();
-    this.client.close();
-    return Promise.resolve();
+    await this.agent.destroy();
   }
 }

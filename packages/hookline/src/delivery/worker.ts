@@ -102,6 +102,7 @@ export class DeliveryWorker {
       allowPrivateNetworks: ctx.config.allowPrivateNetworks,
       connectionsPerOrigin: ctx.config.endpointConcurrency,
       extraCaCertificates: ctx.config.extraCaCertificates,
+      egressProxyUrl: ctx.config.egressProxyUrl,
     };
     this.sender = this.options.senderThread
       ? new SenderThread(senderOptions, (reason) =>

@@ -1,13 +1,4 @@
-import { createRequire } from 'node:module';
-import type { IPv4, IPv6 } from 'ipaddr.js';
-import type ipaddrModule from 'ipaddr.js';
-
-/**
- * Required, not imported: an `import` of this CommonJS package has Node scan its 1,100 lines for
- * export names, and the scan gets hot enough to be compiled by the optimising compiler, which cost
- * each process and sender thread ~50 ms of CPU at start-up (docs/architecture.md, "Sending").
- */
-const ipaddr = createRequire(import.meta.url)('ipaddr.js') as typeof ipaddrModule;
+import ipaddr, { type IPv4, type IPv6 } from 'ipaddr.js';
 
 /** Why an address is refused as a webhook destination; shown to API users in messages. */
 export type BlockReason =

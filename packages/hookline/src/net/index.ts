@@ -19,3 +19,9 @@ export {
   type Resolve,
 } from './endpoint-url.js';
 export { assertHostAllowed, createGuardedLookup, type LookupFunction } from './guarded-lookup.js';
+export {
+  EGRESS_PROXY_ERROR_CODE,
+  EgressProxyError,
+  egressProxyConnector,
+  type EgressProxyOptions,
+} from './egress-proxy.js';

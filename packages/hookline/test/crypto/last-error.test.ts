@@ -1,5 +1,6 @@
 // What a failed attempt stores (delivery/last-error.ts): hookline's reason in clear, the subscriber's
-// answer sealed to its row. The at-rest proof is in test/delivery/retries.test.ts.
+// answer sealed to its row. The at-rest proofs are in test/delivery/retries.test.ts and
+// test/delivery/sender-at-rest.test.ts.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { Envelope, encryptionKeyFromBase64 } from '../../src/crypto/envelope.js';
@@ -30,6 +31,7 @@ describe('last errors', () => {
       'ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9',
       null,
     ],
+    ['invalid HTTP answer (HPE_INVALID_STATUS)', 'invalid HTTP answer (HPE_INVALID_STATUS)', null],
     [
       'TLS: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)',
       'TLS: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)',

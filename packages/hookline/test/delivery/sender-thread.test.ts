@@ -2,14 +2,8 @@
 // result comes back to its own attempt, whatever the batching, and the thread's shutdown, abort and
 // death end every attempt still pending. A thread cannot load the TypeScript sources, so this suite
 // runs the compiled module (`npm test` builds first), as `hookline worker` and `serve` do.
-import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SenderThread } from '../../dist/delivery/sender-thread.js';
-import {
-  bootSenderThread,
-  sendsFromThread,
-  takeBootedSenderThread,
-} from '../../dist/delivery/sender-thread-boot.js';
+import { SenderThread, sendsFromThread } from '../../dist/delivery/sender-thread.js';
 import { closedPort, sleep, startRawServer, type RawServer } from './support.js';
 
 const request = (url: string, body = '{"type":"user.created","data":{"userId":"user_1"}}') => ({
@@ -95,10 +89,9 @@ describe('SenderThread', () => {
     const s = sender(60_000);
     const pending = Promise.all([s.send(request(hanging.url)), s.send(request(hanging.url))]);
     while (hanging.requests < 2) await sleep(10);
-    const started = Date.now();
     s.abortAll();
+    // With a 60 s time-out, only abortAll ends them within the test's time.
     const results = await pending;
-    expect(Date.now() - started).toBeLessThan(5000);
     for (const r of results) expect(r).toMatchObject({ ok: false, status: null });
   });
 
@@ -138,40 +131,6 @@ describe('SenderThread', () => {
     expect((await pending).error).toMatch(/^sender thread stopped/);
     expect(stopped).toHaveLength(1);
     expect(await s.send(request(ok.url))).toMatchObject({ ok: true, status: 204 });
-  });
-
-  it('a thread booted ahead of its worker is adopted by the next one started, and runs with its options', async () => {
-    const hanging = await serve(() => {});
-    const ok = await serve((_req, res) => res.writeHead(204).end());
-    bootSenderThread();
-    const s = sender(300);
-    await s.start();
-    // Taken: the SenderThread runs the booted thread rather than a second one of its own.
-    expect(takeBootedSenderThread()).toBeNull();
-    const [slow, fine] = await Promise.all([s.send(request(hanging.url)), s.send(request(ok.url))]);
-    // The time-out given to the SenderThread, not a default: the options reached the booted thread.
-    expect(slow).toMatchObject({ ok: false, status: null, error: 'timed out after 300 ms' });
-    expect(fine).toMatchObject({ ok: true, status: 204 });
-  });
-
-  it('a booted thread that nothing adopts does not keep its process alive', async () => {
-    const boot = new URL('../../dist/delivery/sender-thread-boot.js', import.meta.url).href;
-    // Not --input-type=module: the thread would inherit the flag, and no file can be loaded with it.
-    const child = spawn(process.execPath, [
-      '-e',
-      `import(${JSON.stringify(boot)}).then((m) => { m.bootSenderThread(); setTimeout(() => {}, 200); })`,
-    ]);
-    const code = await new Promise<number | null>((resolve) => {
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        resolve(null);
-      }, 4000);
-      child.once('exit', (c) => {
-        clearTimeout(timer);
-        resolve(c);
-      });
-    });
-    expect(code).toBe(0);
   });
 
   it('a worker sends from a thread on SQLite (the default store included), from its main thread on PostgreSQL', () => {

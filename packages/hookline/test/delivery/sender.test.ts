@@ -1,4 +1,4 @@
-// The HTTP client on its own, against real local servers: what counts as a failure (docs/contract.md §5) and
+// The sender on its own, against real local servers: what counts as a failure (docs/contract.md §5) and
 // how hookline protects itself from its subscribers (redirects, slow bodies, huge bodies, private
 // addresses).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -75,30 +75,27 @@ describe('Sender', () => {
       ticker = setInterval(() => res.write('.'), 100);
       res.on('close', () => clearInterval(ticker));
     });
-    const started = performance.now();
     const result = await sender.send(request(server.url));
-    const elapsed = performance.now() - started;
     clearInterval(ticker);
     expect(result.ok).toBe(false);
     expect(result.status).toBeNull();
     expect(result.error).toBe('timed out after 600 ms');
-    expect(elapsed).toBeGreaterThanOrEqual(550);
-    expect(elapsed).toBeLessThan(1500);
     expect(result.durationMs).toBeGreaterThanOrEqual(550);
   });
 
   it('a subscriber that never answers fails at the time-out', async () => {
     const server = await serve(() => {});
-    const started = performance.now();
     const result = await sender.send(request(server.url));
     expect(result).toMatchObject({ ok: false, status: null, error: 'timed out after 600 ms' });
-    expect(performance.now() - started).toBeLessThan(1500);
   });
 
   it(`reads at most RESPONSE_BODY_CAP_BYTES (${RESPONSE_BODY_CAP_BYTES}) of a huge answer`, async () => {
     const chunk = Buffer.alloc(64 * 1024, 'x');
     let written = 0;
+    let closed!: () => void;
+    const responseClosed = new Promise<void>((resolve) => (closed = resolve));
     const server = await serve((_req, res) => {
+      res.on('close', closed);
       res.writeHead(500, { 'content-type': 'text/plain' });
       // 10 MB, written as fast as the socket takes it.
       const pump = () => {
@@ -110,16 +107,15 @@ describe('Sender', () => {
       };
       pump();
     });
-    const started = performance.now();
     const result = await sender.send(request(server.url));
-    expect(performance.now() - started).toBeLessThan(1500);
     expect(result.ok).toBe(false);
     expect(result.status).toBe(500);
     expect(result.error).toMatch(/^HTTP 500: x+$/);
     expect(result.error!.length).toBeLessThanOrEqual(RESPONSE_BODY_CAP_BYTES + 20);
     expect(result.error!.length).toBeLessThanOrEqual(1024 + 'HTTP 500: '.length);
-    // The rest was never read: the connection was dropped instead of draining 10 MB.
-    await sleep(100);
+    // The rest was never read: the connection was dropped instead of draining 10 MB (the server's
+    // writes then fail, and it stops short of the end).
+    await responseClosed;
     expect(written).toBeLessThan(10 * 1024 * 1024);
   });
 
@@ -165,11 +161,13 @@ describe('Sender', () => {
   it('a cancelled attempt stops at once', async () => {
     const server = await serve(() => {});
     const abort = new AbortController();
-    setTimeout(() => abort.abort(), 50);
-    const started = performance.now();
-    const result = await sender.send(request(server.url), abort.signal);
-    expect(result.ok).toBe(false);
-    expect(performance.now() - started).toBeLessThan(400);
+    const long = new Sender({ timeoutMs: 60_000, allowPrivateNetworks: true });
+    const pending = long.send(request(server.url), abort.signal);
+    await expect.poll(() => server.requests).toBe(1);
+    abort.abort();
+    // With a 60 s time-out, only the cancel ends it within the test's time.
+    expect(await pending).toMatchObject({ ok: false, status: null, error: 'attempt cancelled' });
+    await long.close();
   });
 
   describe('with private networks refused', () => {

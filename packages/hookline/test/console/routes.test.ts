@@ -37,18 +37,6 @@ describe('console routes', () => {
     }
   });
 
-  it('redirects the root to the console without a key, with or without a wrong one', async () => {
-    for (const headers of [{}, { authorization: 'Bearer not-a-key' }]) {
-      for (const method of ['GET', 'HEAD'] as const) {
-        const res = await t.inject({ method, url: '/', headers });
-        expect(res.statusCode, method).toBe(302);
-        expect(res.headers.location).toBe('/console');
-      }
-    }
-    // Only the root: another unknown path is still the API's 404.
-    expect((await t.inject({ method: 'GET', url: '/nothing-here' })).statusCode).toBe(404);
-  });
-
   it('serves each asset with its content type', async () => {
     const expected: Record<string, string> = {
       'app.js': 'text/javascript; charset=utf-8',

@@ -68,7 +68,7 @@ export async function createApiKey(
 
 /**
  * Revokes a key (undefined: no such key), recorded in the same transaction; this process forgets it at
- * once. A key revoked already is left as it was, unrecorded: `alreadyRevoked` (docs/operators.md).
+ * once. A key revoked already is left as it was, unrecorded: `alreadyRevoked` (docs/operators.md, "Your key").
  */
 export async function revokeKey(
   ctx: Context,

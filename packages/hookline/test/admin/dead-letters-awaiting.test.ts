@@ -1,5 +1,5 @@
 // Dead letters awaiting an operator, on both stores: what the console's overview, its badge, the
-// endpoint health and /metrics count (docs/operators.md, "Dead letters"). A dead letter awaits until a
+// endpoint health and /metrics count (docs/operators.md, "The console"). A dead letter awaits until a
 // replay of it is queued, and again when that replay dies or is cancelled; a delivered replay settles
 // it for good. Every figure comes from the same counters, and the hourly recount agrees with them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -5,7 +5,7 @@ export const name = 'dead letters awaiting an operator, counted';
 export function statements(_dialect: Dialect): string[] {
   // A dead letter awaits an operator until a replay of it is queued, and again when that replay dies
   // or is cancelled. The console's overview and badge, /metrics and the endpoint health show this,
-  // not every record stored: a replayed dead letter is handled (docs/operators.md, "Dead letters").
+  // not every record stored: a replayed dead letter is handled (docs/operators.md, "The console").
   // The flag is kept on the row, so the hourly recount stays exact once replay deliveries are pruned;
   // the counter beside `dead_letters` moves with it (store/dead-letters.ts).
   const replayEnded = `EXISTS (SELECT 1 FROM deliveries r WHERE r.id = dead_letters.replay_delivery_id

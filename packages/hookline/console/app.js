@@ -47,10 +47,10 @@ function route() {
   VIEWS[name].show(params, tail);
 }
 
-/** The sidebar's dead-letter count, kept current by every stats read. */
+/** The sidebar's count of dead letters awaiting an operator, kept current by every stats read. */
 function showDeadCount(stats) {
   const badge = $('#nav-dead-count');
-  const n = stats?.current?.dead_letters ?? 0;
+  const n = stats?.current?.dead_letters_awaiting ?? 0;
   badge.hidden = n === 0;
   fill(badge, fmtNumber(n));
 }

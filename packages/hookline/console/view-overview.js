@@ -19,7 +19,7 @@ const QUEUE = [
   { key: 'due', label: 'Due', tone: 'info' },
   { key: 'scheduled', label: 'Scheduled retries', tone: 'violet' },
   { key: 'delivering', label: 'Delivering', tone: 'teal' },
-  { key: 'dead_letters', label: 'Dead letters', tone: 'danger' },
+  { key: 'dead_letters', label: 'Dead letters kept', tone: 'danger' },
 ];
 
 let minutes = 60;
@@ -144,11 +144,16 @@ function renderCards(current, totals) {
     card('Due now', fmtNumber(current.due), 'ready to be sent', current.due > 0 ? 'tone-info' : ''),
     card('Scheduled retries', fmtNumber(current.scheduled), 'waiting out their backoff'),
     card('Delivering', fmtNumber(current.delivering), 'attempts in flight'),
+    // Those not replayed, or whose replay died: a replayed one is handled (docs/operators.md).
     card(
       'Dead letters',
-      fmtNumber(current.dead_letters),
-      current.dead_letters > 0 ? 'awaiting an operator →' : 'nothing to replay',
-      current.dead_letters > 0 ? 'tone-danger' : 'tone-ok',
+      fmtNumber(current.dead_letters_awaiting),
+      current.dead_letters_awaiting > 0
+        ? 'awaiting an operator →'
+        : current.dead_letters > 0
+          ? `none awaiting · ${fmtNumber(current.dead_letters)} kept`
+          : 'nothing to replay',
+      current.dead_letters_awaiting > 0 ? 'tone-danger' : 'tone-ok',
       '#/dead-letters',
     ),
     card(

@@ -204,10 +204,25 @@ function eventChips(events) {
   );
 }
 
-/** The success rate as a number and a bar coloured by how worrying it is; dead ones link to their list. */
+/**
+ * The success rate as a number and a bar coloured by how worrying it is, and the endpoint's dead letters
+ * still awaiting an operator, of any age (the overview's count, per endpoint), linking to their list.
+ */
 function rate(health, deadLink) {
+  const awaiting = health.dead_letters_awaiting
+    ? h(
+        'a',
+        { class: 'link awaiting', href: deadLink },
+        `${fmtNumber(health.dead_letters_awaiting)} dead letter${health.dead_letters_awaiting === 1 ? '' : 's'} awaiting →`,
+      )
+    : null;
   if (health.success_rate === null) {
-    return h('span', { class: 'muted small', dataset: { rate: 'none' } }, 'no deliveries in 24 h');
+    return h(
+      'div',
+      {},
+      h('span', { class: 'muted small', dataset: { rate: 'none' } }, 'no deliveries in 24 h'),
+      awaiting ? h('div', { class: 'sub' }, awaiting) : null,
+    );
   }
   const ratio = health.success_rate;
   const tone = ratio >= 0.99 ? 'ok' : ratio >= 0.9 ? 'warn' : 'danger';
@@ -226,9 +241,8 @@ function rate(health, deadLink) {
       'div',
       { class: 'sub' },
       `${fmtNumber(health.succeeded)} ok · ${fmtNumber(health.failed - health.dead)} retried`,
-      health.dead
-        ? [' · ', h('a', { class: 'link', href: deadLink }, `${fmtNumber(health.dead)} dead →`)]
-        : null,
+      health.dead ? ` · ${fmtNumber(health.dead)} died` : null,
     ),
+    awaiting ? h('div', { class: 'sub' }, awaiting) : null,
   );
 }

@@ -101,10 +101,20 @@ export class Metrics {
       help: 'Dead-letter records stored',
       registers: [this.registry],
       async collect() {
-        this.set(await countDeadLetters(db));
+        this.set((await countDeadLetters(db)).stored);
+      },
+    });
+    // The console's overview count and badge (admin/overview-service.ts): the same counter.
+    const deadLettersAwaiting = new Gauge({
+      name: 'hookline_dead_letters_awaiting',
+      help: 'Dead letters awaiting an operator: not replayed, or whose latest replay died or was cancelled',
+      registers: [this.registry],
+      async collect() {
+        this.set((await countDeadLetters(db)).awaiting);
       },
     });
     void depth;
     void deadLetters;
+    void deadLettersAwaiting;
   }
 }

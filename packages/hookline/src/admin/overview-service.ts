@@ -3,7 +3,7 @@
 import type { Context } from '../context.js';
 import { toEndpointView } from '../endpoints/endpoint-service.js';
 import { checkCursor, isoTime, toPage } from '../pagination.js';
-import { countDeadLetters } from '../store/dead-letters.js';
+import { countAwaitingByEndpoint, countDeadLetters } from '../store/dead-letters.js';
 import { BUCKET_MS, endpointHealth, statsSeries } from '../store/delivery-stats.js';
 import { getQueues, queueTotals } from '../store/endpoint-queues.js';
 import { listEndpoints } from '../store/endpoints.js';
@@ -36,11 +36,12 @@ export async function tenantEndpointHealth(ctx: Context, tenantId: string) {
   const now = ctx.clock();
   // The current rate: attempts counted in the statistics bucket before this one and this one so far.
   const rateSince = Math.floor(now / BUCKET_MS) * BUCKET_MS - BUCKET_MS;
-  const [active, deleted, health, recent] = await Promise.all([
+  const [active, deleted, health, recent, awaiting] = await Promise.all([
     listEndpoints(ctx.db, tenantId, { limit: 1000, before: null, status: null }),
     listEndpoints(ctx.db, tenantId, { limit: 1000, before: null, status: 'deleted' }),
     endpointHealth(ctx.db, now - HEALTH_WINDOW_MS, tenantId),
     endpointHealth(ctx.db, rateSince, tenantId),
+    countAwaitingByEndpoint(ctx.db, tenantId),
   ]);
   const rows = [...active, ...deleted];
   const queues = await getQueues(
@@ -68,6 +69,8 @@ export async function tenantEndpointHealth(ctx: Context, tenantId: string) {
           failed,
           dead: Number(h?.dead ?? 0),
           success_rate: succeeded + failed === 0 ? null : succeeded / (succeeded + failed),
+          /** Its dead letters, of any age, not replayed or whose replay died: the overview's count, per endpoint. */
+          dead_letters_awaiting: awaiting.get(row.id) ?? 0,
         },
         backlog: q ? Number(q.queued) + Number(q.in_flight) : 0,
         delivery: {
@@ -111,6 +114,12 @@ export async function deliveryStats(ctx: Context, minutes: number, tenantId: str
       delivering: Number(s.delivering),
       dead_letters: Number(s.dead_letters),
     })),
-    current: { ...depth, dead_letters: deadLetters, at: at(now) },
+    // The same counters /metrics reads (hookline_dead_letters, hookline_dead_letters_awaiting).
+    current: {
+      ...depth,
+      dead_letters: deadLetters.stored,
+      dead_letters_awaiting: deadLetters.awaiting,
+      at: at(now),
+    },
   };
 }

@@ -81,7 +81,14 @@ export async function startReplayJob(
       count,
       created_at: now,
     });
-    await audit(tx, actor, 'dead_letter.bulk_replay', id, { filter, count }, now);
+    // The filter as the API takes it: audit details are snake_case like every field hookline shows.
+    const asRequested = {
+      tenant_id: filter.tenantId ?? null,
+      endpoint_id: filter.endpointId ?? null,
+      since: isoTime(filter.since ?? null),
+      until: isoTime(filter.until ?? null),
+    };
+    await audit(tx, actor, 'dead_letter.bulk_replay', id, { filter: asRequested, count }, now);
     return { id, count };
   });
   ctx.signal.notify('replay');

@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import { createApiKey, listApiKeyViews, revokeKey } from '../keys/api-keys.js';
 import { ROLES, type Role } from '../store/api-keys.js';
 import { HooklineError } from '../errors.js';
+import { isoTime } from '../pagination.js';
 import { parseLimit, printPage, withContext } from './one-shot.js';
 
 export function registerKeyCommands(program: Command, config: Config): void {
@@ -46,8 +47,13 @@ export function registerKeyCommands(program: Command, config: Config): void {
     .command('revoke <id>')
     .description('revoke a key; requests with it fail at once')
     .action(async (id: string) => {
-      const row = await withContext(config, (ctx) => revokeKey(ctx, id, CLI_ACTOR));
-      if (!row) throw new HooklineError('not_found', `no API key ${id}`);
-      process.stderr.write(`revoked ${id}\n`);
+      const revoked = await withContext(config, (ctx) => revokeKey(ctx, id, CLI_ACTOR));
+      if (!revoked) throw new HooklineError('not_found', `no API key ${id}`);
+      // Asking again is not an error (exit 0), and changes and records nothing.
+      process.stderr.write(
+        revoked.alreadyRevoked
+          ? `already revoked ${id} (at ${isoTime(revoked.row.revoked_at)}); nothing changed\n`
+          : `revoked ${id}\n`,
+      );
     });
 }

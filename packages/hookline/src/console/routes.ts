@@ -74,6 +74,9 @@ export function consoleRoutes(): FastifyPluginAsync {
       }
       return sendAsset(reply, 'index.html');
     };
+    // The service's root points a person who opened it in a browser at the console (docs/contract.md
+    // §4.3); like the page itself it needs no key. A 302, not a 301: a browser must not remember it.
+    app.get('/', { schema }, async (_request, reply) => reply.redirect('/console', 302));
     app.get('/console', { schema }, page);
     app.get('/console/', { schema }, page);
 

@@ -11,7 +11,7 @@ export async function sampleQueue(ctx: Context): Promise<void> {
   await recordQueueSample(ctx.db, {
     bucket: Math.floor(now / BUCKET_MS) * BUCKET_MS,
     ...depth,
-    dead_letters: await countDeadLetters(ctx.db),
+    dead_letters: (await countDeadLetters(ctx.db)).stored,
   });
 }
 

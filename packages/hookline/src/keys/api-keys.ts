@@ -66,17 +66,24 @@ export async function createApiKey(
   return { key, record };
 }
 
-/** Revokes a key (undefined: no such key), recorded in the same transaction; this process forgets it at once. */
-export async function revokeKey(ctx: Context, id: string, actor: Actor): Promise<ApiKeyRow | undefined> {
+/**
+ * Revokes a key (undefined: no such key), recorded in the same transaction; this process forgets it at
+ * once. A key revoked already is left as it was, unrecorded: `alreadyRevoked` (docs/operators.md, "Your key").
+ */
+export async function revokeKey(
+  ctx: Context,
+  id: string,
+  actor: Actor,
+): Promise<{ row: ApiKeyRow; alreadyRevoked: boolean } | undefined> {
   if (!isId('apiKey', id)) return undefined;
-  const row = await ctx.db.transaction(async (tx) => {
+  const result = await ctx.db.transaction(async (tx) => {
     const now = ctx.clock();
     const revoked = await revokeApiKey(tx, id, now);
-    if (revoked) await audit(tx, actor, 'api_key.revoke', revoked.id, {}, now);
-    return revoked;
+    if (revoked?.revokedNow) await audit(tx, actor, 'api_key.revoke', revoked.row.id, {}, now);
+    return revoked && { row: revoked.row, alreadyRevoked: !revoked.revokedNow };
   });
   forgetKeys(ctx);
-  return row;
+  return result;
 }
 
 /**

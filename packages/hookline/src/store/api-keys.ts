@@ -33,7 +33,19 @@ export async function listApiKeys(q: Queryable, limit: number, before: string | 
   );
 }
 
-export async function revokeApiKey(q: Queryable, id: string, now: number): Promise<ApiKeyRow | undefined> {
-  await q.run('UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL', [id, now]);
-  return q.one<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1', [id]);
+/**
+ * Revokes a key; answers its row (undefined: no such key) and whether this call revoked it (false: it
+ * was revoked already, and keeps its first revocation time).
+ */
+export async function revokeApiKey(
+  q: Queryable,
+  id: string,
+  now: number,
+): Promise<{ row: ApiKeyRow; revokedNow: boolean } | undefined> {
+  const changed = await q.run('UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL', [
+    id,
+    now,
+  ]);
+  const row = await q.one<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1', [id]);
+  return row && { row, revokedNow: changed === 1 };
 }

@@ -36,6 +36,38 @@ const DEAD_LETTER_COLUMNS = 14;
 
 /** The row of `counters` that holds how many dead letters there are (migration 8). */
 const DEAD_LETTERS_COUNTER = 'dead_letters';
+/**
+ * The row of `counters` that holds how many of them await an operator (migration 9): not replayed, or
+ * whose latest replay died or was cancelled. It moves with the rows' `awaiting` flag, always in the
+ * transaction that flips it, and after the dead-letter rows: the lock order of insertDeadLetters.
+ */
+const AWAITING_COUNTER = 'dead_letters_awaiting';
+
+/**
+ * Sets `awaiting` on the given dead letters and moves the counter by the rows that changed: idempotent,
+ * so a record replayed twice, or dying twice, is counted once.
+ */
+async function setAwaiting(q: Queryable, ids: readonly string[], awaiting: 0 | 1): Promise<void> {
+  if (ids.length === 0) return;
+  let changed = 0;
+  for (let start = 0; start < ids.length; start += 500) {
+    const chunk = ids.slice(start, start + 500);
+    changed += await q.run(
+      `UPDATE dead_letters SET awaiting = ${awaiting}
+       WHERE awaiting = ${1 - awaiting} AND id IN (${placeholders(chunk.length)})`,
+      chunk,
+    );
+  }
+  if (changed === 0) return;
+  await q.run(`UPDATE counters SET value = value + $1 WHERE name = '${AWAITING_COUNTER}'`, [
+    awaiting === 1 ? changed : -changed,
+  ]);
+}
+
+/** The dead letters whose replays were cancelled (their endpoint deleted) await an operator again. */
+export async function reopenDeadLetters(q: Queryable, ids: readonly string[]): Promise<void> {
+  await setAwaiting(q, ids, 1);
+}
 
 /**
  * Writes the records of deliveries that died, one multi-row insert per few hundred, and adds them to
@@ -69,6 +101,9 @@ export async function insertDeadLetters(q: Queryable, rows: readonly DeadLetterR
       params,
     );
   }
+  // New records await an operator: both counts move, the awaiting one first, the order every
+  // transaction takes the two rows in (recountDeadLetters).
+  await q.run(`UPDATE counters SET value = value + $1 WHERE name = '${AWAITING_COUNTER}'`, [rows.length]);
   await q.run(`UPDATE counters SET value = value + $1 WHERE name = '${DEAD_LETTERS_COUNTER}'`, [rows.length]);
 }
 
@@ -100,6 +135,12 @@ export async function recordReplayDeaths(
       ),
       now,
     ],
+  );
+  // Their replay died: they await an operator again.
+  await setAwaiting(
+    q,
+    deaths.map((d) => d.id),
+    1,
   );
 }
 
@@ -234,6 +275,12 @@ export async function markReplayedMany(
       now,
     ],
   );
+  // A replay is queued: the operator has acted on these.
+  await setAwaiting(
+    q,
+    rows.map((r) => r.id),
+    0,
+  );
   return new Set(rows.map((r) => r.id));
 }
 
@@ -250,36 +297,59 @@ export async function markReplayed(
      WHERE id = $1 AND COALESCE(replay_delivery_id, '') = $2`,
     [id, previousReplayDeliveryId ?? '', now, replayDeliveryId],
   );
+  if (changed === 1) await setAwaiting(q, [id], 0);
   return changed === 1;
 }
 
 /**
- * Counts the dead letters afresh and sets the counter to it: the hourly retention job's safety net for
- * dead letters deleted by hand (docs/scaling.md). The counter's row is locked before the count, so a
- * flush writing dead letters meanwhile has either committed, and is counted, or waits and adds its
- * own afterwards.
+ * Counts the dead letters, and those awaiting an operator, afresh and sets the counters to them: the
+ * hourly retention job's safety net for dead letters deleted by hand (docs/scaling.md). The counters'
+ * rows are locked before the counts, so a transaction moving them meanwhile has either committed, and
+ * is counted, or waits and moves them afterwards.
  */
-export async function recountDeadLetters(db: Db): Promise<number> {
+export async function recountDeadLetters(db: Db): Promise<DeadLetterCounts> {
   return db.transaction(async (tx) => {
-    await tx.one(`SELECT value FROM counters WHERE name = $1 ${forUpdate(tx.dialect)}`, [
-      DEAD_LETTERS_COUNTER,
-    ]);
-    const row = await tx.one<{ n: number }>('SELECT COUNT(*) AS n FROM dead_letters');
-    const n = Number(row?.n ?? 0);
+    // The awaiting row first, as insertDeadLetters takes them ('dead_letters_awaiting' sorts last).
+    await tx.all(
+      `SELECT value FROM counters WHERE name IN ($1, $2) ORDER BY name DESC ${forUpdate(tx.dialect)}`,
+      [DEAD_LETTERS_COUNTER, AWAITING_COUNTER],
+    );
+    const row = await tx.one<{ n: number; awaiting: number | null }>(
+      'SELECT COUNT(*) AS n, SUM(awaiting) AS awaiting FROM dead_letters',
+    );
+    const counts = { stored: Number(row?.n ?? 0), awaiting: Number(row?.awaiting ?? 0) };
     // An upsert: a counter row lost to a hand-made DELETE comes back.
     await tx.run(
-      `INSERT INTO counters (name, value) VALUES ($1, $2)
+      `INSERT INTO counters (name, value) VALUES ($1, $2), ($3, $4)
        ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
-      [DEAD_LETTERS_COUNTER, n],
+      [DEAD_LETTERS_COUNTER, counts.stored, AWAITING_COUNTER, counts.awaiting],
     );
-    return n;
+    return counts;
   });
 }
 
-/** How many dead letters there are: one row read, whatever their number (migration 8). */
-export async function countDeadLetters(q: Queryable): Promise<number> {
-  const row = await q.one<{ n: number }>(
-    `SELECT value AS n FROM counters WHERE name = '${DEAD_LETTERS_COUNTER}'`,
+export interface DeadLetterCounts {
+  /** Every dead-letter record kept. */
+  stored: number;
+  /** Those not replayed, or whose latest replay died or was cancelled. */
+  awaiting: number;
+}
+
+/** How many dead letters there are, and how many await an operator: one read, whatever their number. */
+export async function countDeadLetters(q: Queryable): Promise<DeadLetterCounts> {
+  const rows = await q.all<{ name: string; value: number | string }>(
+    `SELECT name, value FROM counters WHERE name IN ('${DEAD_LETTERS_COUNTER}', '${AWAITING_COUNTER}')`,
   );
-  return Number(row?.n ?? 0);
+  const value = (name: string) => Number(rows.find((r) => r.name === name)?.value ?? 0);
+  return { stored: value(DEAD_LETTERS_COUNTER), awaiting: value(AWAITING_COUNTER) };
+}
+
+/** Dead letters awaiting an operator per endpoint of a tenant (the partial index of migration 9). */
+export async function countAwaitingByEndpoint(q: Queryable, tenantId: string): Promise<Map<string, number>> {
+  const rows = await q.all<{ endpoint_id: string; n: number | string }>(
+    `SELECT endpoint_id, COUNT(*) AS n FROM dead_letters WHERE tenant_id = $1 AND awaiting = 1
+     GROUP BY endpoint_id`,
+    [tenantId],
+  );
+  return new Map(rows.map((r) => [r.endpoint_id, Number(r.n)]));
 }

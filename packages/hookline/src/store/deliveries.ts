@@ -14,6 +14,7 @@ import {
   type Dialect,
   type Queryable,
 } from './db.js';
+import { reopenDeadLetters } from './dead-letters.js';
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from './delivery-stats.js';
 import {
   arrivalsOf,
@@ -636,13 +637,19 @@ export async function reconcileNextDue(q: Queryable): Promise<number> {
 /** Cancels what waits for a deleted endpoint, attempts in flight included; its queue is emptied. */
 export async function cancelForEndpoint(q: Queryable, endpointId: string, now: number): Promise<number> {
   await lockQueues(q, [endpointId]);
-  const changed = await q.run(
+  const cancelled = await q.all<{ replay_of: string | null }>(
     `UPDATE deliveries SET status = 'cancelled', lease_expires_at = NULL, completed_at = $2, updated_at = $2
-     WHERE endpoint_id = $1 AND status IN ('held', 'pending', 'delivering')`,
+     WHERE endpoint_id = $1 AND status IN ('held', 'pending', 'delivering')
+     RETURNING replay_of`,
     [endpointId, now],
   );
   await clearQueue(q, endpointId);
-  return changed;
+  // A cancelled replay leaves its dead letter awaiting an operator again.
+  await reopenDeadLetters(
+    q,
+    cancelled.flatMap((r) => (r.replay_of ? [r.replay_of] : [])),
+  );
+  return cancelled.length;
 }
 
 /**

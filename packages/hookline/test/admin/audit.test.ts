@@ -108,7 +108,9 @@ describe.each(STORE_KINDS)('audit log of HTTP admin actions on %s', (kind) => {
     expect(await entriesOf(() => admin('POST', `/v1/admin/dead-letters/${second}/replay`))).toEqual([
       expect.objectContaining({ ...byManager, action: 'dead_letter.replay', target: second }),
     ]);
-    const bulk = await entriesOf(() => admin('POST', '/v1/admin/dead-letters/replay', { tenant_id: 'acme' }));
+    const bulk = await entriesOf(() =>
+      admin('POST', '/v1/admin/dead-letters/replay', { tenant_id: 'acme', since: '2020-01-01T00:00:00Z' }),
+    );
     expect(bulk).toEqual([
       expect.objectContaining({
         ...byManager,
@@ -118,8 +120,9 @@ describe.each(STORE_KINDS)('audit log of HTTP admin actions on %s', (kind) => {
     ]);
     // The entry names the job and carries the filter and how many dead letters it covers: every
     // match (the job itself skips those with a replay under way).
-    expect(JSON.parse(bulk[0]?.details ?? '')).toMatchObject({
-      filter: { tenantId: 'acme' },
+    // The filter as the API takes it: snake_case, times as ISO 8601, what was not given null.
+    expect(JSON.parse(bulk[0]?.details ?? '')).toEqual({
+      filter: { tenant_id: 'acme', endpoint_id: null, since: '2020-01-01T00:00:00.000Z', until: null },
       count: deadLetterIds.length,
     });
     // A bulk replay that matches nothing is still a request someone made.
@@ -138,12 +141,46 @@ describe.each(STORE_KINDS)('audit log of HTTP admin actions on %s', (kind) => {
         keyId = (await admin('POST', '/v1/admin/api-keys', { role: 'producer', label: 'audited' })).json().id;
       }),
     ).toEqual([expect.objectContaining({ ...byManager, action: 'api_key.create', target: keyId })]);
-    expect(await entriesOf(() => admin('DELETE', `/v1/admin/api-keys/${keyId}`))).toEqual([
-      expect.objectContaining({ ...byManager, action: 'api_key.revoke', target: keyId }),
-    ]);
+    let revokedAt = '';
+    expect(
+      await entriesOf(async () => {
+        const res = await admin('DELETE', `/v1/admin/api-keys/${keyId}`);
+        expect(res.statusCode).toBe(200);
+        revokedAt = res.json().revoked_at;
+      }),
+    ).toEqual([expect.objectContaining({ ...byManager, action: 'api_key.revoke', target: keyId })]);
+    // Revoking it again changes nothing and records nothing: the same answer, its first revocation time.
+    expect(
+      await entriesOf(async () => {
+        const res = await admin('DELETE', `/v1/admin/api-keys/${keyId}`);
+        expect(res.statusCode).toBe(200);
+        expect(res.json()).toMatchObject({ id: keyId, revoked_at: revokedAt });
+      }),
+    ).toEqual([]);
+    expect(revokedAt).toMatch(/^\d{4}-/);
     expect(await entriesOf(() => admin('POST', '/v1/admin/tenants', { id: 'umbrella' }))).toEqual([
       expect.objectContaining({ ...byManager, action: 'tenant.create', target: 'umbrella' }),
     ]);
+  });
+
+  it('writes every detail key in snake_case, as the API names its fields', async () => {
+    const keysOf = (value: unknown): string[] =>
+      value && typeof value === 'object' ? Object.entries(value).flatMap(([k, v]) => [k, ...keysOf(v)]) : [];
+    const entries = await auditEntries(t.service.ctx.db);
+    // Entries of every kind this suite made, the bulk replay's filter among them.
+    expect(new Set(entries.map((e) => e.action))).toEqual(
+      new Set([
+        'api_key.create',
+        'api_key.revoke',
+        'dead_letter.bulk_replay',
+        'dead_letter.inspect',
+        'dead_letter.replay',
+        'tenant.create',
+      ]),
+    );
+    const keys = entries.flatMap((e) => keysOf(JSON.parse(e.details)));
+    expect(keys).toContain('tenant_id');
+    expect(keys.filter((k) => !/^[a-z][a-z0-9_]*$/.test(k))).toEqual([]);
   });
 
   it('refuses to write an entry outside a transaction, where it could outlive or miss its action', async () => {

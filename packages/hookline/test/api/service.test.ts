@@ -54,6 +54,18 @@ describe.each(STORE_KINDS)('service routes on %s', (kind) => {
     expect(res.json()).toEqual({ status: 'ok' });
   });
 
+  it('GET / redirects to the console without a key, with or without a wrong one', async () => {
+    for (const headers of [{}, { authorization: 'Bearer not-a-key' }]) {
+      for (const method of ['GET', 'HEAD'] as const) {
+        const res = await t.inject({ method, url: '/', headers });
+        expect(res.statusCode, method).toBe(302);
+        expect(res.headers.location).toBe('/console');
+      }
+    }
+    // Only the root: another unknown path is still the API's 404.
+    expect((await t.inject({ method: 'GET', url: '/nothing-here' })).statusCode).toBe(404);
+  });
+
   it('GET /readyz answers 200 when the database is reachable', async () => {
     const res = await t.inject({ method: 'GET', url: '/readyz' });
     expect(res.statusCode).toBe(200);
@@ -79,6 +91,7 @@ describe.each(STORE_KINDS)('service routes on %s', (kind) => {
       'hookline_delivery_attempts_total',
       'hookline_queue_depth',
       'hookline_dead_letters',
+      'hookline_dead_letters_awaiting',
     ]) {
       expect(before).toContain(`# TYPE ${name} `);
     }

@@ -87,6 +87,15 @@ describe.each(STORE_KINDS)('audit log of hookline commands on %s', (kind) => {
     expect(await entriesOf(() => cli('keys', 'revoke', keyId))).toEqual([
       expect.objectContaining({ ...byCli, action: 'api_key.revoke', target: keyId }),
     ]);
+    // Again: a clear no-op, exit 0, saying so, and recording nothing.
+    const again = await entriesOf(async () => {
+      const result = await runCli(['keys', 'revoke', keyId], env);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toMatch(
+        new RegExp(`^already revoked ${keyId} \\(at \\d{4}-.*; nothing changed\\n$`),
+      );
+    });
+    expect(again).toEqual([]);
     expect(await entriesOf(() => cli('dead-letters', 'show', first ?? ''))).toEqual([
       expect.objectContaining({ ...byCli, action: 'dead_letter.inspect', target: first }),
     ]);
@@ -94,13 +103,21 @@ describe.each(STORE_KINDS)('audit log of hookline commands on %s', (kind) => {
     expect(await entriesOf(() => cli('dead-letters', 'replay', second ?? ''))).toEqual([
       expect.objectContaining({ ...byCli, action: 'dead_letter.replay', target: second }),
     ]);
-    expect(await entriesOf(() => cli('dead-letters', 'replay', '--all', '--tenant', 'acme'))).toEqual([
+    const bulk = await entriesOf(() => cli('dead-letters', 'replay', '--all', '--tenant', 'acme'));
+    expect(bulk).toEqual([
       expect.objectContaining({
         ...byCli,
         action: 'dead_letter.bulk_replay',
         target: expect.stringMatching(/^rpl_/),
       }),
     ]);
+    // The filter in the API's snake_case, whoever started the job.
+    expect(JSON.parse(bulk[0]?.details ?? '').filter).toEqual({
+      tenant_id: 'acme',
+      endpoint_id: null,
+      since: null,
+      until: null,
+    });
   });
 
   it('records nothing for lists', async () => {

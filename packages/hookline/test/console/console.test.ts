@@ -363,6 +363,25 @@ describe('operator console in a browser', () => {
   );
 
   it(
+    'counts on the overview and the badge only the dead letters still awaiting an operator, as /metrics does',
+    async () => {
+      // Of the five, four were replayed and delivered; the deleted endpoint's one still awaits.
+      await page.locator('nav [data-nav="overview"]').click();
+      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+      const deadCard = page.locator('.stat[data-stat="Dead letters"]');
+      await eventually(async () => (await deadCard.locator('.stat-value').textContent()) === '1');
+      expect(await deadCard.locator('.stat-hint').textContent()).toBe('awaiting an operator →');
+      expect(await deadCard.getAttribute('class')).toContain('tone-danger');
+      await eventually(async () => (await page.locator('#nav-dead-count').textContent()) === '1');
+      const metrics = (await t.inject({ method: 'GET', url: '/metrics' })).body;
+      expect(metrics).toMatch(/^hookline_dead_letters_awaiting 1$/m);
+      expect(metrics).toMatch(/^hookline_dead_letters 5$/m);
+      await shot('05b-overview-after-replay');
+    },
+    TIMEOUT,
+  );
+
+  it(
     'shows tenants and their endpoints with success rate, status, backlog, adaptive limit and rate',
     async () => {
       const limited = await t.call('PATCH', `/v1/webhooks/${flakyEndpoint}`, t.keys.tenant, {
@@ -382,6 +401,10 @@ describe('operator console in a browser', () => {
       expect(await flakyRow.locator('.limit').textContent()).toMatch(/^\d+ in flight · limit \d+$/);
       // Its current rate, beside the rate limit it was given.
       expect(await flakyRow.locator('.rate-limit').textContent()).toMatch(/^[\d.,]+\/s · rate limit 50\/s$/);
+      // Its dead letters were all replayed and delivered: none awaits; the deleted endpoint's one does.
+      expect(await flakyRow.locator('.awaiting').count()).toBe(0);
+      const retired = page.locator(`#tn-rows tr[data-endpoint="${retiredEndpoint}"]`);
+      expect(await retired.locator('.awaiting').textContent()).toBe('1 dead letter awaiting →');
       const gone = page.locator(`#tn-rows tr[data-endpoint="${goneEndpoint}"]`);
       await gone.locator('.pill[data-status="disabled"]').waitFor();
       expect(await gone.textContent()).toContain('410 Gone');

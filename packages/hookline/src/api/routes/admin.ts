@@ -196,15 +196,17 @@ export function adminRoutes(ctx: Context): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           security,
-          summary: 'Revoke an API key; requests with it fail at once',
+          summary:
+            'Revoke an API key; requests with it fail at once. A key revoked already is answered ' +
+            'unchanged (200, its first revoked_at), and no second audit entry is written',
           params: IdParam,
           response: { 200: Type.Ref('ApiKey'), ...errors },
         },
       },
       async (request) => {
-        const row = await revokeKey(ctx, request.params.id, principalOf(request));
-        if (!row) throw notFound('API key');
-        return publicApiKey(row);
+        const revoked = await revokeKey(ctx, request.params.id, principalOf(request));
+        if (!revoked) throw notFound('API key');
+        return publicApiKey(revoked.row);
       },
     );
 

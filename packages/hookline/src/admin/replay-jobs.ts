@@ -25,7 +25,7 @@ import {
   renewReplayJob,
   type ReplayJobRow,
 } from '../store/replay-jobs.js';
-import { audit, type Actor } from './audit.js';
+import { audit, type Actor } from '../engine/audit.js';
 
 /** Dead letters one batch looks at. */
 export const REPLAY_BATCH = 100;

@@ -14,8 +14,8 @@ import {
 } from '../store/deliveries.js';
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from '../store/delivery-stats.js';
 import { emptySettlement, lockQueues, settleQueues, type QueueSettlement } from '../store/endpoint-queues.js';
-import { recordEndpointHealth } from './circuit-breaker.js';
-import { deadLetterAnswerAad, deliveryAnswerAad, sealAnswer, splitError } from './last-error.js';
+import { recordEndpointHealth } from '../engine/circuit-breaker.js';
+import { deadLetterAnswerAad, deliveryAnswerAad, sealAnswer, splitError } from '../engine/last-error.js';
 
 const FLUSH_SIZE = 256;
 const FLUSH_DELAY_MS = 2;

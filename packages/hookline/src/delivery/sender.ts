@@ -4,7 +4,7 @@
 // itself is delivery/http1-client.ts.
 import { rootCertificates } from 'node:tls';
 import { assertHostAllowed, createGuardedLookup } from '../net/index.js';
-import { parseRetryAfter } from './backoff.js';
+import { parseRetryAfter } from '../engine/backoff.js';
 import { Http1Client, type Http1Exchange } from './http1-client.js';
 
 export const RESPONSE_BODY_CAP_BYTES = 4 * 1024;

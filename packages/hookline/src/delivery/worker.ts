@@ -3,8 +3,7 @@
 // group-committing writer. Per-endpoint limits live in the database (endpoint queues), so they hold
 // across any number of workers against one database (PostgreSQL); expired leases are reaped.
 import type { Context } from '../context.js';
-import { signingSecrets } from '../endpoints/signing-secrets.js';
-import { messageAad } from '../events/emit.js';
+import { messageAad, signingSecrets } from '../engine/sealing.js';
 import { newId } from '../ids.js';
 import {
   claimDeliveries,
@@ -17,9 +16,8 @@ import {
   type ClaimOptions,
 } from '../store/deliveries.js';
 import { nextReadyAt } from '../store/endpoint-queues.js';
-import { RETRY_AFTER_CAP_MS, retryDelay } from './backoff.js';
-import { deadLetterAad } from './dead-letter-codec.js';
-import { fanOutBatch } from './fanout.js';
+import { RETRY_AFTER_CAP_MS, retryDelay } from '../engine/backoff.js';
+import { fanOutBatch } from '../engine/fanout.js';
 import { OutcomeWriter, type LoadSignal, type Outcome } from './outcome-writer.js';
 import { ReplayRunner } from './replay-runner.js';
 import { notSent, Sender, type SendResult, type Sending } from './sender.js';

@@ -14,6 +14,7 @@ import {
   type Dialect,
   type Queryable,
 } from './db.js';
+import type { AttemptRef, ClaimOptions, ClaimedAttempt, FencedRow, SuccessRecord } from './attempts.js';
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from './delivery-stats.js';
 import {
   arrivalsOf,
@@ -43,9 +44,9 @@ export interface DeliveryRow {
   next_attempt_at: number;
   lease_expires_at: number | null;
   last_status: number | null;
-  /** Why the last attempt failed, in hookline's own words (delivery/last-error.ts). */
+  /** Why the last attempt failed, in hookline's own words (engine/last-error.ts). */
   last_error: string | null;
-  /** The start of the subscriber's answer to it, sealed (delivery/last-error.ts); null if none. */
+  /** The start of the subscriber's answer to it, sealed (engine/last-error.ts); null if none. */
   last_response: Buffer | null;
   /** JSON of the headers of attempt 1, kept for the dead-letter record ("as first sent"). */
   first_headers: string | null;
@@ -255,47 +256,6 @@ export async function advanceLines(
   );
 }
 
-/** What an attempt needs, all read by the claim itself: the delivery, its payload and its endpoint. */
-export interface ClaimedAttempt {
-  id: string;
-  message_id: string;
-  endpoint_id: string;
-  tenant_id: string;
-  event_type: string;
-  /** The number of this attempt, and its fencing token. */
-  attempts: number;
-  first_headers: string | null;
-  replay_of: string | null;
-  ordering_key: string | null;
-  /** Envelope of the message's raw body. */
-  payload: Buffer;
-  url: string;
-  secret: Buffer;
-  previous_secret: Buffer | null;
-  previous_secret_expires_at: number | null;
-  /**
-   * The endpoint had no failing streak and no open circuit when claimed: a success then has no health
-   * to restore, and the flush skips those writes (1/0 on SQLite, boolean on PostgreSQL).
-   */
-  endpoint_healthy: boolean | number;
-  /**
-   * At a rate-limited endpoint, when to send (epoch ms): the attempt's slot in the pace plus a short
-   * delay. Slots are one interval apart whichever worker claimed them, so attempts sent at their slot
-   * arrive evenly spaced however long each claim took (docs/architecture.md, "Rate limits"). Null
-   * without a limit: send at once.
-   */
-  send_at: number | string | null;
-}
-
-export interface ClaimOptions {
-  now: number;
-  leaseUntil: number;
-  /** At most this many deliveries in all. */
-  limit: number;
-  /** HOOKLINE_ENDPOINT_CONCURRENCY: no endpoint's adaptive limit goes above it. */
-  ceiling: number;
-}
-
 /**
  * Claims due deliveries: ready endpoints in the order they became ready, from each as many as its
  * limit leaves room for, the attempt counted and the lease taken together. The cost is O(batch):
@@ -303,18 +263,6 @@ export interface ClaimOptions {
  */
 export function claimDeliveries(db: Db, o: ClaimOptions): Promise<ClaimedAttempt[]> {
   return db.dialect === 'postgres' ? claimPostgres(db, o) : claimSqlite(db, o);
-}
-
-/** One attempt's place in the queue: the fence of every outcome. */
-export interface AttemptRef {
-  id: string;
-  attempt: number;
-}
-
-export interface FencedRow {
-  id: string;
-  endpoint_id: string;
-  ordering_key: string | null;
 }
 
 const REF_COLUMNS = { item_id: 'text', item_attempt: 'int' } as const;
@@ -364,17 +312,6 @@ export async function completeDeliveries(
   );
 }
 
-/** A success, with what the queue and the statistics need to count it. */
-export interface SuccessRecord extends AttemptRef {
-  status: number;
-  endpoint_id: string;
-  tenant_id: string;
-  /** Answered quickly: credit towards a larger limit (store/endpoint-queues.ts). */
-  fast: boolean;
-  /** A keyed delivery's success lets the next of its line go. */
-  ordering_key: string | null;
-}
-
 /**
  * Records a flush made only of successes at healthy endpoints, with its statistics and queue
  * settlement: one statement on PostgreSQL, one short transaction on SQLite. Answers the rows the fence
@@ -396,17 +333,8 @@ export async function recordSuccesses(
 }
 
 /**
- * Whether recordSuccessesThenClaim claims in the flush's own transaction: on SQLite a flush and a
- * claim each paid a commit. On PostgreSQL each is one statement already, outside any transaction, and
- * the caller claims separately.
- */
-export function flushClaims(db: Db): boolean {
-  return db.dialect === 'sqlite';
-}
-
-/**
  * recordSuccesses, then a claim (`next`, if any) of what the slots it frees allow, in the same
- * transaction where that saves one (flushClaims; docs/architecture.md, "Recording outcomes").
+ * transaction where the store claims with outcomes (Capabilities.claimWithOutcomes; docs/architecture.md, "Recording outcomes").
  * `claimed` is null where no claim was made.
  */
 export async function recordSuccessesThenClaim(
@@ -416,7 +344,7 @@ export async function recordSuccessesThenClaim(
   ceiling: number,
   next: ClaimOptions | null,
 ): Promise<{ rows: FencedRow[]; claimed: ClaimedAttempt[] | null }> {
-  if (!flushClaims(db) || items.length === 0 || next === null || next.limit <= 0)
+  if (!db.capabilities.claimWithOutcomes || items.length === 0 || next === null || next.limit <= 0)
     return { rows: await recordSuccesses(db, items, now, ceiling), claimed: null };
   return db.transaction(async (tx) => {
     const rows = await recordSuccessesWithin(tx, items, now, ceiling);

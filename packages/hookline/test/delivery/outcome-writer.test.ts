@@ -2,7 +2,7 @@
 // write is still under way (the caller closes the database right after).
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Context } from '../../src/context.js';
-import { fanOutBatch } from '../../src/delivery/fanout.js';
+import { fanOutBatch } from '../../src/engine/fanout.js';
 import { OutcomeWriter } from '../../src/delivery/outcome-writer.js';
 import type { Db } from '../../src/store/db.js';
 import { claimDeliveries, getDelivery, type ClaimedAttempt } from '../../src/store/deliveries.js';

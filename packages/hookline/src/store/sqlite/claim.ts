@@ -3,7 +3,7 @@
 // prepared statement in a loop rather than one large query; the writes are set-based like PostgreSQL's.
 import { jsonRecords, least, limitParam, type Db, type Queryable } from '../db.js';
 import { paceLateCreditUs, pacedSendDelayUs } from '../endpoint-queues.js';
-import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
+import type { ClaimOptions, ClaimedAttempt } from '../attempts.js';
 
 /** A ready endpoint queue, with what its attempts need of the endpoint (read once, not per attempt). */
 type Ready = Pick<

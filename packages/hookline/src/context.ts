@@ -58,7 +58,10 @@ export async function createContext(config: Config, options: ContextOptions = {}
   }
   const db =
     options.db ??
-    (await openDb(config.databaseUrl, { synchronous: config.sqliteSynchronous, threadShare: options.threadShare }));
+    (await openDb(config.databaseUrl, {
+      synchronous: config.sqliteSynchronous,
+      threadShare: options.threadShare,
+    }));
   const logger = options.logger ?? createLogger(config);
   if (keyFile?.created) {
     // Once, when the key is generated: later starts find it and say nothing (docs/security.md).

@@ -44,8 +44,7 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
   const readBudget = 4 * chunk;
   // Where emits fan out (SQLite) a wake-up mostly finds nothing: an empty write transaction took the
   // writer from the emits ~500 times in a 10,000-event run.
-  if (readBeforeWrite && !(await anyAwaitingFanout(ctx.db)))
-    return { messages: 0, deliveries: 0 };
+  if (readBeforeWrite && !(await anyAwaitingFanout(ctx.db))) return { messages: 0, deliveries: 0 };
   return ctx.db.transaction(async (tx) => {
     // No more messages than one chunk of deliveries can take: the rest would be read for nothing.
     const messages = await claimForFanout(tx, Math.min(limit, chunk));
@@ -149,7 +148,9 @@ export async function insertAndFanOut(
   now: number,
 ): Promise<{ workForWorkers: boolean }> {
   if (messages.length === 0) return { workForWorkers: false };
-  const matched = tx.capabilities.fanOutOnEmit ? await matchOnEmit(tx, messages) : new Map<number, string[]>();
+  const matched = tx.capabilities.fanOutOnEmit
+    ? await matchOnEmit(tx, messages)
+    : new Map<number, string[]>();
   for (const i of matched.keys()) messages[i]!.fanned_out_at = now;
   const seqs = await insertMessages(tx, messages);
   const rows: NewDelivery[] = [];

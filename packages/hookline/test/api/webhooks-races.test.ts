@@ -52,6 +52,7 @@ async function interleave<A, B>(
   };
   const wrap = (q: Queryable, inTransaction: boolean): Queryable => ({
     dialect: q.dialect,
+    capabilities: q.capabilities,
     all: async <T>(sql: string, params?: readonly SqlValue[]) => {
       const rows = await q.all<T>(sql, params);
       await hook(sql, q, inTransaction);

@@ -5,7 +5,8 @@ import type { Context } from '../../src/context.js';
 import { fanOutBatch } from '../../src/engine/fanout.js';
 import { OutcomeWriter } from '../../src/delivery/outcome-writer.js';
 import type { Db } from '../../src/store/db.js';
-import { claimDeliveries, getDelivery, type ClaimedAttempt } from '../../src/store/deliveries.js';
+import type { ClaimedAttempt } from '../../src/store/attempts.js';
+import { claimDeliveries, getDelivery } from '../../src/store/deliveries.js';
 import { eventually } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
@@ -15,6 +16,7 @@ import { createEndpoint, emit, sleep } from './support.js';
 function slowTransactions(db: Db, delayMs: number): Db {
   return {
     dialect: db.dialect,
+    capabilities: db.capabilities,
     all: (sql, params) => db.all(sql, params),
     one: (sql, params) => db.one(sql, params),
     run: (sql, params) => db.run(sql, params),
@@ -25,6 +27,8 @@ function slowTransactions(db: Db, delayMs: number): Db {
     ping: () => db.ping(),
     notifications: db.notifications,
     close: () => db.close(),
+    startMaintenance: () => null,
+    threadShare: () => null,
   };
 }
 

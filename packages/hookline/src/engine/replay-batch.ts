@@ -77,26 +77,7 @@ export async function runReplayBatch(
         bound - Number(q.queued) - Number(q.in_flight),
       ]),
     );
-    let cursor: string | null = null;
-    let skipped = 0;
-    let failed = 0;
-    let paced = false;
-    const chosen = [];
-    // In id order, and no further than the first record whose endpoint is full: the cursor is exact.
-    for (const c of candidates) {
-      if (c.endpoint_status !== 'active') failed += 1;
-      else if (c.replay_status !== null && UNDER_WAY.has(c.replay_status)) skipped += 1;
-      else {
-        const left = room.get(c.endpoint_id) ?? bound;
-        if (left <= 0) {
-          paced = true;
-          break;
-        }
-        room.set(c.endpoint_id, left - 1);
-        chosen.push({ ...c, deliveryId: newId('delivery', now) });
-      }
-      cursor = c.id;
-    }
+    const { chosen, cursor, paced, failed, skipped } = choose(candidates, room, bound, now);
     const marked = await markReplayedMany(
       tx,
       chosen.map((c) => ({
@@ -108,7 +89,6 @@ export async function runReplayBatch(
     );
     // A single replay of the same record that started meanwhile won: this one is skipped.
     const won = chosen.filter((c) => marked.has(c.id));
-    skipped += chosen.length - won.length;
     // Each joins the back of its key's line (docs/contract.md §6), in dead-letter order.
     const seqs = await nextOrderingSeqs(tx, won.filter((c) => c.ordering_key !== null).length);
     let nextSeq = 0;
@@ -129,7 +109,41 @@ export async function runReplayBatch(
       now,
     );
     const done = !paced && candidates.length < batchSize;
-    await advanceReplayJob(tx, jobId, { cursor, replayed: won.length, skipped, failed, done }, now);
+    await advanceReplayJob(
+      tx,
+      jobId,
+      { cursor, replayed: won.length, skipped: skipped + chosen.length - won.length, failed, done },
+      now,
+    );
     return { state: done ? 'done' : paced ? 'paced' : 'progress', added: won.length };
   });
+}
+
+type Candidate = Awaited<ReturnType<typeof replayCandidates>>[number];
+
+/**
+ * The candidates a batch replays, in id order and no further than the first whose endpoint is full:
+ * the cursor is exact. A record whose replay is under way is skipped; one whose endpoint is gone fails.
+ */
+function choose(candidates: readonly Candidate[], room: Map<string, number>, bound: number, now: number) {
+  let cursor: string | null = null;
+  let skipped = 0;
+  let failed = 0;
+  let paced = false;
+  const chosen: (Candidate & { deliveryId: string })[] = [];
+  for (const c of candidates) {
+    if (c.endpoint_status !== 'active') failed += 1;
+    else if (c.replay_status !== null && UNDER_WAY.has(c.replay_status)) skipped += 1;
+    else {
+      const left = room.get(c.endpoint_id) ?? bound;
+      if (left <= 0) {
+        paced = true;
+        break;
+      }
+      room.set(c.endpoint_id, left - 1);
+      chosen.push({ ...c, deliveryId: newId('delivery', now) });
+    }
+    cursor = c.id;
+  }
+  return { chosen, cursor, skipped, failed, paced };
 }

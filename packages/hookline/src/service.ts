@@ -42,8 +42,7 @@ export interface Service {
  * Connections the kernel may hold for the API before it accepts them. Node's default, 511, overflowed
  * when producers opened connections in a burst while the API thread was busy (a cold start under
  * load): the kernel dropped the extra SYNs, and those clients' first emits waited for their
- * retransmissions, 1 s and then 3 s later (bench/RESULTS.md, "Session of run T"). Linux caps it
- * at net.core.somaxconn (4096 by default).
+ * retransmissions, 1 s and then 3 s later. Linux caps it at net.core.somaxconn (4096 by default).
  */
 export const LISTEN_BACKLOG = 4096;
 

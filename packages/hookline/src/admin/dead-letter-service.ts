@@ -23,7 +23,7 @@ import { getEndpointById } from '../store/endpoints.js';
 import { nextOrderingSeqs } from '../store/messages.js';
 import { audit, type Actor } from '../engine/audit.js';
 
-/** The record as operators see it; the subscriber's last answer is opened for them (delivery/last-error.ts). */
+/** The record as operators see it; the subscriber's last answer is opened for them (engine/last-error.ts). */
 export function deadLetterView(envelope: Envelope, row: DeadLetterSummary) {
   return {
     id: row.id,

@@ -69,7 +69,7 @@ export interface Db extends Queryable {
    */
   startMaintenance(): Promise<Maintenance> | null;
   /**
-   * What another thread of this process passes to openDb (as ContextOptions.sqliteThreadLock) to write
+   * What another thread of this process passes to openDb (as ContextOptions.threadShare) to write
    * the same database beside this connection; null where connections need nothing of each other.
    */
   threadShare(): SharedArrayBuffer | null;

@@ -135,33 +135,47 @@ export async function insertDeliveries(
   now: number,
 ): Promise<void> {
   if (rows.length === 0) return;
+  const held = await heldInLines(q, rows);
+  await writeDeliveries(q, rows, (r) => (held.has(r) ? 'held' : 'pending'), now);
+  await enqueue(q, arrivalsOf(rows.map((r) => (held.has(r) ? { ...r, status: 'held' } : r))));
+}
+
+/** The keyed rows that wait behind an earlier delivery of their line, already there or in `rows`. */
+async function heldInLines(q: Queryable, rows: readonly NewDelivery[]): Promise<Set<NewDelivery>> {
   const keyed = rows.filter((r) => r.ordering_key !== null);
   const held = new Set<NewDelivery>();
-  if (keyed.length > 0) {
-    // Every queue row of the batch, in id order before anything else: the lock order.
-    await lockQueues(
-      q,
-      rows.map((r) => r.endpoint_id),
-    );
-    const lines = new Map<string, NewDelivery[]>();
-    for (const r of keyed) {
-      const id = lineId(r);
-      const line = lines.get(id);
-      if (line) line.push(r);
-      else lines.set(id, [r]);
-    }
-    const open = await openLines(
-      q,
-      [...lines.values()].map((l) => ({ endpoint_id: l[0]!.endpoint_id, ordering_key: l[0]!.ordering_key! })),
-    );
-    for (const [id, line] of lines) {
-      line.sort((a, b) => a.ordering_seq! - b.ordering_seq!);
-      line.forEach((r, i) => {
-        if (i > 0 || open.has(id)) held.add(r);
-      });
-    }
+  if (keyed.length === 0) return held;
+  // Every queue row of the batch, in id order before anything else: the lock order.
+  await lockQueues(
+    q,
+    rows.map((r) => r.endpoint_id),
+  );
+  const lines = new Map<string, NewDelivery[]>();
+  for (const r of keyed) {
+    const id = lineId(r);
+    const line = lines.get(id);
+    if (line) line.push(r);
+    else lines.set(id, [r]);
   }
-  const status = (r: NewDelivery) => (held.has(r) ? 'held' : 'pending');
+  const open = await openLines(
+    q,
+    [...lines.values()].map((l) => ({ endpoint_id: l[0]!.endpoint_id, ordering_key: l[0]!.ordering_key! })),
+  );
+  for (const [id, line] of lines) {
+    line.sort((a, b) => a.ordering_seq! - b.ordering_seq!);
+    line.forEach((r, i) => {
+      if (i > 0 || open.has(id)) held.add(r);
+    });
+  }
+  return held;
+}
+
+async function writeDeliveries(
+  q: Queryable,
+  rows: readonly NewDelivery[],
+  status: (r: NewDelivery) => 'held' | 'pending',
+  now: number,
+): Promise<void> {
   if (q.dialect === 'sqlite') {
     // No round trip to save: one prepared row statement each, without building and parsing a JSON
     // document of the rows (fan-out's largest cost in a drain: ~15 µs a row that way).
@@ -181,36 +195,35 @@ export async function insertDeliveries(
         now,
       ]);
     }
-  } else {
-    // One JSON parameter, one statement text: prepared once per connection, where a VALUES list is a
-    // new text (parsed and planned again) for every length, and thousands of bound values a time.
-    const t = jsonRecords(q.dialect, 1, NEW_DELIVERY_COLUMNS);
-    await q.run(
-      `${INSERT_DELIVERY}
-       SELECT t.item_id, t.item_message, t.item_endpoint, t.item_tenant, t.item_type, t.item_due,
-         t.item_replay_of, t.item_headers, t.item_status, t.item_key, t.item_seq, $2, $2
-       FROM ${t}`,
-      [
-        JSON.stringify(
-          rows.map((r) => ({
-            item_id: r.id,
-            item_message: r.message_id,
-            item_endpoint: r.endpoint_id,
-            item_tenant: r.tenant_id,
-            item_type: r.event_type,
-            item_due: r.next_attempt_at,
-            item_replay_of: r.replay_of,
-            item_headers: r.first_headers,
-            item_status: status(r),
-            item_key: r.ordering_key ?? null,
-            item_seq: r.ordering_seq ?? null,
-          })),
-        ),
-        now,
-      ],
-    );
+    return;
   }
-  await enqueue(q, arrivalsOf(rows.map((r) => (held.has(r) ? { ...r, status: 'held' } : r))));
+  // One JSON parameter, one statement text: prepared once per connection, where a VALUES list is a
+  // new text (parsed and planned again) for every length, and thousands of bound values a time.
+  const t = jsonRecords(q.dialect, 1, NEW_DELIVERY_COLUMNS);
+  await q.run(
+    `${INSERT_DELIVERY}
+     SELECT t.item_id, t.item_message, t.item_endpoint, t.item_tenant, t.item_type, t.item_due,
+       t.item_replay_of, t.item_headers, t.item_status, t.item_key, t.item_seq, $2, $2
+     FROM ${t}`,
+    [
+      JSON.stringify(
+        rows.map((r) => ({
+          item_id: r.id,
+          item_message: r.message_id,
+          item_endpoint: r.endpoint_id,
+          item_tenant: r.tenant_id,
+          item_type: r.event_type,
+          item_due: r.next_attempt_at,
+          item_replay_of: r.replay_of,
+          item_headers: r.first_headers,
+          item_status: status(r),
+          item_key: r.ordering_key ?? null,
+          item_seq: r.ordering_seq ?? null,
+        })),
+      ),
+      now,
+    ],
+  );
 }
 
 /**

@@ -3,10 +3,10 @@
 // group-committing writer. Per-endpoint limits live in the database (endpoint queues), so they hold
 // across any number of workers against one database (PostgreSQL); expired leases are reaped.
 import type { Context } from '../context.js';
-import { messageAad, signingSecrets } from '../engine/sealing.js';
 import { claimOptions } from '../engine/claims.js';
 import { fanOutBatch } from '../engine/fanout.js';
 import { claimsWithWrite, judgeAttempt, writeOutcomes, type Outcome } from '../engine/outcomes.js';
+import { messageAad, signingSecrets } from '../engine/sealing.js';
 import type { ClaimedAttempt } from '../store/attempts.js';
 import {
   claimDeliveries,
@@ -65,7 +65,7 @@ export class DeliveryWorker {
   private readonly lowWater: number;
   /** Room a write of outcomes under way is claiming (record): writes run one at a time. */
   private reserved = 0;
-  /** Claimed by a flush that ended after stop() began: never started, released by stop(). */
+  /** Claimed by a write of outcomes that ended after stop() began: never started, released by stop(). */
   private readonly claimedWhileStopping: ClaimedAttempt[] = [];
 
   constructor(

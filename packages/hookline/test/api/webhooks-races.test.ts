@@ -71,6 +71,8 @@ async function interleave<A, B>(
     transaction: (fn) => db.transaction((tx) => fn(wrap(tx, true))),
     ping: () => db.ping(),
     close: () => db.close(),
+    startMaintenance: () => null,
+    threadShare: () => db.threadShare(),
   };
   ctx.db = wrapped;
   try {

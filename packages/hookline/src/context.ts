@@ -6,8 +6,8 @@ import { Envelope, encryptionKeyFromBase64 } from './crypto/envelope.js';
 import { loadOrCreateKeyFile, type KeyFile } from './crypto/key-file.js';
 import type { Db } from './store/db.js';
 import { openDb } from './store/open.js';
-import { WorkSignal } from './delivery/work-signal.js';
 import { Metrics } from './metrics.js';
+import { WorkSignal } from './store/work-signal.js';
 
 export type Clock = () => number;
 
@@ -29,11 +29,10 @@ export interface ContextOptions {
   /** Process-wide metrics (CPU, memory) on /metrics; off in tests that run many services in one process. */
   processMetrics?: boolean;
   /**
-   * The SQLite write lock of the thread that started this one (store/sqlite/thread-lock.ts). That
-   * thread's service also checkpoints the write-ahead log (store/sqlite/checkpointer.ts): this
-   * connection's commits do not.
+   * What the thread that started this one shares of its database connection (store/db.ts,
+   * threadShare); that thread's service also runs the store's maintenance.
    */
-  sqliteThreadLock?: SharedArrayBuffer;
+  threadShare?: SharedArrayBuffer;
   /** Collect the figures read from the database (queue depth); off in the delivery thread. */
   sharedMetrics?: boolean;
 }
@@ -61,7 +60,7 @@ export async function createContext(config: Config, options: ContextOptions = {}
     options.db ??
     (await openDb(config.databaseUrl, {
       synchronous: config.sqliteSynchronous,
-      ...(options.sqliteThreadLock ? { threadLock: options.sqliteThreadLock, checkpoints: 'elsewhere' } : {}),
+      threadShare: options.threadShare,
     }));
   const logger = options.logger ?? createLogger(config);
   if (keyFile?.created) {

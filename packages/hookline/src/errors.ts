@@ -49,3 +49,8 @@ export class HooklineError extends Error {
 }
 
 export const notFound = (what: string): HooklineError => new HooklineError('not_found', `${what} not found`);
+
+/** The one JSON shape of every error answer, the API's and the console's. */
+export function errorBody(code: ErrorCode | string, message: string) {
+  return { error: { code, message } };
+}

@@ -8,9 +8,8 @@ import { startRetention } from './delivery/retention.js';
 import { DeliveryThread } from './delivery/delivery-thread.js';
 import { DeliveryWorker, type WorkerOptions } from './delivery/worker.js';
 import { Emitter } from './events/emit.js';
+import type { Maintenance } from './store/db.js';
 import { migrate } from './store/migrations/index.js';
-import { SqliteCheckpointer } from './store/sqlite/checkpointer.js';
-import { SqliteDb } from './store/sqlite/sqlite-db.js';
 
 export interface ServiceOptions extends ContextOptions {
   /** Serve the HTTP API (`serve`), or only health routes (`worker`). */
@@ -43,23 +42,17 @@ export interface Service {
  * Connections the kernel may hold for the API before it accepts them. Node's default, 511, overflowed
  * when producers opened connections in a burst while the API thread was busy (a cold start under
  * load): the kernel dropped the extra SYNs, and those clients' first emits waited for their
- * retransmissions, 1 s and then 3 s later (bench/RESULTS.md, "Session of run T"). Linux caps it
- * at net.core.somaxconn (4096 by default).
+ * retransmissions, 1 s and then 3 s later. Linux caps it at net.core.somaxconn (4096 by default).
  */
 export const LISTEN_BACKLOG = 4096;
 
 export async function startService(config: Config, options: ServiceOptions): Promise<Service> {
   const ctx = await createContext(config, options);
-  // A long-running process's commits never checkpoint SQLite's log: a thread of its own does. Its
-  // start (~50 ms, a new thread and isolate) overlaps the rest of start-up and is awaited last, so a
-  // worker's first claim does not wait for it; until then the log just grows.
-  let checkpointer: Promise<SqliteCheckpointer> | null = null;
-  if (ctx.db instanceof SqliteDb && ctx.db.file !== ':memory:') {
-    ctx.db.leaveCheckpoints();
-    checkpointer = SqliteCheckpointer.start(ctx.db.file);
-    checkpointer.catch(() => {}); // awaited below, where its failure fails the start
-  }
-  let checkpoints: SqliteCheckpointer | null = null;
+  // The store's housekeeping (SQLite: a checkpointer thread) starts beside the rest of start-up and is
+  // awaited last, so a worker's first claim does not wait for it.
+  const starting = ctx.db.startMaintenance();
+  starting?.catch(() => {}); // awaited below, where its failure fails the start
+  let maintenance: Maintenance | null = null;
   let service: Service;
   try {
     await migrate(ctx.db, (message) => ctx.logger.info(message));
@@ -98,14 +91,14 @@ export async function startService(config: Config, options: ServiceOptions): Pro
         await worker?.stop(options.shutdownGraceMs ?? 10_000);
         await thread?.stop(options.shutdownGraceMs ?? 10_000);
         await ctx.signal.close();
-        // The last connection to close copies the rest of the log into the database.
-        await checkpoints?.stop();
+        // Before the connection: SQLite's last connection to close copies the rest of the log in.
+        await maintenance?.stop();
         await ctx.db.close();
       })());
     service = { ctx, app: api, emitter, worker, address, close };
   } catch (err) {
     await ctx.signal.close();
-    await checkpointer?.then(
+    await starting?.then(
       (c) => c.stop(),
       () => {},
     );
@@ -113,7 +106,7 @@ export async function startService(config: Config, options: ServiceOptions): Pro
     throw err;
   }
   try {
-    checkpoints = await checkpointer;
+    maintenance = await starting;
   } catch (err) {
     await service.close();
     throw err;

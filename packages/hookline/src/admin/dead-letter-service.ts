@@ -4,8 +4,8 @@
 // outcome shows on the record.
 import type { Context } from '../context.js';
 import type { Envelope } from '../crypto/envelope.js';
-import { openOriginal } from '../delivery/dead-letter-codec.js';
-import { deadLetterAnswerAad, showLastError } from '../delivery/last-error.js';
+import { openOriginal } from '../engine/sealing.js';
+import { deadLetterAnswerAad, showLastError } from '../engine/last-error.js';
 import { HooklineError, notFound } from '../errors.js';
 import { isId, newId } from '../ids.js';
 import { checkCursor, isoTime, toPage, type Page } from '../pagination.js';
@@ -21,9 +21,9 @@ import type { Queryable } from '../store/db.js';
 import { lockQueues } from '../store/endpoint-queues.js';
 import { getEndpointById } from '../store/endpoints.js';
 import { nextOrderingSeqs } from '../store/messages.js';
-import { audit, type Actor } from './audit.js';
+import { audit, type Actor } from '../engine/audit.js';
 
-/** The record as operators see it; the subscriber's last answer is opened for them (delivery/last-error.ts). */
+/** The record as operators see it; the subscriber's last answer is opened for them (engine/last-error.ts). */
 export function deadLetterView(envelope: Envelope, row: DeadLetterSummary) {
   return {
     id: row.id,

@@ -1,7 +1,7 @@
 // Registering a tenant ahead of its first key or event (tenants otherwise appear implicitly).
 import type { Context } from '../context.js';
 import { ensureTenant } from '../store/tenants.js';
-import { audit, type Actor } from './audit.js';
+import { audit, type Actor } from '../engine/audit.js';
 
 export async function registerTenant(ctx: Context, id: string, actor: Actor): Promise<void> {
   await ctx.db.transaction(async (tx) => {

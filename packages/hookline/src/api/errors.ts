@@ -4,16 +4,12 @@ import type { IncomingMessage } from 'node:http';
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DecryptionError } from '../crypto/envelope.js';
-import { HooklineError, type ErrorCode } from '../errors.js';
+import { HooklineError, errorBody } from '../errors.js';
 import { isDatabaseUnavailable } from '../store/db.js';
 import { validationMessage } from './validation-message.js';
 
 /** Seconds a client is asked to wait before retrying a request the database could not serve. */
 const DATABASE_RETRY_AFTER_S = 1;
-
-export function errorBody(code: ErrorCode | string, message: string) {
-  return { error: { code, message } };
-}
 
 function fromFastify(err: FastifyError): HooklineError | null {
   if (err.validation) {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { CLI_ACTOR } from '../admin/audit.js';
+import { CLI_ACTOR } from '../engine/audit.js';
 import { inspectDeadLetter, listDeadLetterViews, replayDeadLetter } from '../admin/dead-letter-service.js';
 import { getReplayJobView, startReplayJob, type ReplayJobView } from '../admin/replay-jobs.js';
 import type { Config } from '../config.js';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { CLI_ACTOR } from '../admin/audit.js';
+import { CLI_ACTOR } from '../engine/audit.js';
 import type { Config } from '../config.js';
 import { createApiKey, listApiKeyViews, revokeKey } from '../keys/api-keys.js';
 import { ROLES, type Role } from '../store/api-keys.js';

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import { errorBody } from '../api/errors.js';
+import { errorBody } from '../errors.js';
 
 // `../../console` is the package's console folder from both src/console and dist/console.
 const CONSOLE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../console');

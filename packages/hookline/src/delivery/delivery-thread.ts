@@ -9,12 +9,11 @@ import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { Config } from '../config.js';
 import { createContext } from '../context.js';
 import type { Db } from '../store/db.js';
-import { SqliteDb } from '../store/sqlite/sqlite-db.js';
 import { startQueueSampler } from './queue-sampler.js';
 import { startRetention } from './retention.js';
 import { DELIVERY_THREAD_NICE, lowerThreadPriority } from './thread-priority.js';
 import { DeliveryWorker, type WorkerOptions } from './worker.js';
-import type { WakeKind } from './work-signal.js';
+import type { WakeKind } from '../store/work-signal.js';
 
 /** The shortest time between two wake messages to the thread. */
 const WAKE_SPACING_MS = 2;
@@ -32,8 +31,8 @@ type FromThread =
 interface ThreadData {
   config: Config;
   workerOptions: WorkerOptions;
-  /** The API thread's SQLite write lock, so the two connections take turns (store/sqlite/thread-lock.ts). */
-  sqliteThreadLock: SharedArrayBuffer | null;
+  /** What the thread's connection shares with the API thread's (store/db.ts, threadShare). */
+  threadShare: SharedArrayBuffer | null;
 }
 
 export class DeliveryThread {
@@ -49,8 +48,7 @@ export class DeliveryThread {
     db: Db,
     private readonly logger: Logger,
   ) {
-    const sqliteThreadLock = db instanceof SqliteDb ? db.threadLock.buffer : null;
-    const data: ThreadData = { config, workerOptions, sqliteThreadLock };
+    const data: ThreadData = { config, workerOptions, threadShare: db.threadShare() };
     this.worker = new Worker(new URL(import.meta.url), { workerData: data });
     this.worker.on('message', (m: FromThread) => {
       if (m.type === 'metrics') {
@@ -145,7 +143,7 @@ async function runThread(port: NonNullable<typeof parentPort>, data: ThreadData)
     ctx = await createContext(data.config, {
       sharedMetrics: false,
       processMetrics: false,
-      ...(data.sqliteThreadLock ? { sqliteThreadLock: data.sqliteThreadLock } : {}),
+      ...(data.threadShare ? { threadShare: data.threadShare } : {}),
     });
   } catch (err) {
     post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });

@@ -5,7 +5,7 @@
 // refused once another has taken over.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { REPLAY_LEASE_MS, runReplayBatch, type BatchOptions } from '../admin/replay-jobs.js';
+import { REPLAY_LEASE_MS, runReplayBatch, type BatchOptions } from '../engine/replay-batch.js';
 import type { Context } from '../context.js';
 import { claimReplayJob, failReplayJob, releaseReplayJob } from '../store/replay-jobs.js';
 import { Wake } from './wake.js';

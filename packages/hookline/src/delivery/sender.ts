@@ -2,7 +2,7 @@
 // subscribers: private addresses are refused inside DNS resolution (so it connects only to the address
 // it checked), redirects are not followed, the whole attempt has one deadline, at most a few KiB of
 // any answer is read, and nothing the subscriber wrote is put in the attempt's reason (only in the
-// answer that delivery/last-error.ts seals).
+// answer that engine/last-error.ts seals).
 import { rootCertificates } from 'node:tls';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
 import {
@@ -12,7 +12,7 @@ import {
   EGRESS_PROXY_ERROR_CODE,
   egressProxyConnector,
 } from '../net/index.js';
-import { parseRetryAfter } from './backoff.js';
+import { parseRetryAfter } from '../engine/backoff.js';
 
 export const RESPONSE_BODY_CAP_BYTES = 4 * 1024;
 const ERROR_TEXT_CAP = 1024;

@@ -3,9 +3,11 @@
 // group-committing writer. Per-endpoint limits live in the database (endpoint queues), so they hold
 // across any number of workers against one database (PostgreSQL); expired leases are reaped.
 import type { Context } from '../context.js';
-import { signingSecrets } from '../endpoints/signing-secrets.js';
-import { messageAad } from '../events/emit.js';
-import { newId } from '../ids.js';
+import { claimOptions } from '../engine/claims.js';
+import { fanOutBatch } from '../engine/fanout.js';
+import { claimsWithWrite, judgeAttempt, writeOutcomes, type Outcome } from '../engine/outcomes.js';
+import { messageAad, signingSecrets } from '../engine/sealing.js';
+import type { ClaimedAttempt } from '../store/attempts.js';
 import {
   claimDeliveries,
   reapExpiredLeases,
@@ -13,14 +15,9 @@ import {
   reconcileNextDue,
   releaseDeliveries,
   sweepDeletedEndpoints,
-  type ClaimedAttempt,
-  type ClaimOptions,
 } from '../store/deliveries.js';
 import { nextReadyAt } from '../store/endpoint-queues.js';
-import { RETRY_AFTER_CAP_MS, retryDelay } from './backoff.js';
-import { deadLetterAad } from './dead-letter-codec.js';
-import { fanOutBatch } from './fanout.js';
-import { OutcomeWriter, type LoadSignal, type Outcome } from './outcome-writer.js';
+import { OutcomeWriter } from './outcome-writer.js';
 import { ReplayRunner } from './replay-runner.js';
 import { notSent, Sender, type SendResult, type Sending } from './sender.js';
 import { SenderThread } from './sender-thread.js';
@@ -39,19 +36,6 @@ export interface WorkerOptions {
    */
   senderThread?: boolean;
 }
-
-/**
- * How long a claim is protected: the attempt's time-out plus slack for recording the outcome, at most
- * 30 s of it (docs/contract.md §6). A lease that runs out early costs at worst a duplicate
- * attempt (fencing keeps the outcomes straight), so the slack shrinks with short time-outs and crashed
- * work returns sooner.
- */
-export function leaseMs(deliveryTimeoutMs: number): number {
-  return deliveryTimeoutMs + Math.min(30_000, Math.max(5_000, deliveryTimeoutMs));
-}
-
-/** A 2xx slower than this does not grow the endpoint's limit (it is busy enough). */
-export const FAST_ANSWER_MS = 1000;
 
 interface InFlight {
   delivery: ClaimedAttempt;
@@ -79,9 +63,9 @@ export class DeliveryWorker {
   private readonly capacity: number;
   /** A claim runs when at least this much of the capacity is free, not for every freed slot. */
   private readonly lowWater: number;
-  /** Room a flush under way is claiming (followingClaim): flushes run one at a time. */
+  /** Room a write of outcomes under way is claiming (record): writes run one at a time. */
   private reserved = 0;
-  /** Claimed by a flush that ended after stop() began: never started, released by stop(). */
+  /** Claimed by a write of outcomes that ended after stop() began: never started, released by stop(). */
   private readonly claimedWhileStopping: ClaimedAttempt[] = [];
 
   constructor(
@@ -109,12 +93,8 @@ export class DeliveryWorker {
           ctx.logger.error({ reason }, 'the sender thread stopped; its attempts failed and will be retried'),
         )
       : new Sender(senderOptions);
-    // Written outcomes free room in the endpoints' limits: the claimer may find work again. Where the
-    // store can, the flush takes that room itself, in its own transaction (recordSuccessesThenClaim).
-    this.outcomes = new OutcomeWriter(ctx, () => this.claimWake.fire(), {
-      options: (finishing, now) => this.followingClaim(finishing, now),
-      take: (claimed) => this.takeFollowing(claimed),
-    });
+    // Written outcomes free room in the endpoints' limits: the claimer may find work again.
+    this.outcomes = new OutcomeWriter(ctx, (batch) => this.record(batch), this.claimWake);
     this.replays = new ReplayRunner(ctx, {
       idleMs: this.options.pollIntervalMs,
       onQueued: () => {
@@ -239,7 +219,7 @@ export class DeliveryWorker {
       let paced = false;
       if (room >= this.lowWater || (held === 0 && room > 0)) {
         try {
-          const batch = await claimDeliveries(this.ctx.db, this.claimOptions(this.ctx.clock(), room));
+          const batch = await claimDeliveries(this.ctx.db, claimOptions(this.ctx, this.ctx.clock(), room));
           claimed = batch.length;
           paced = batch.some((d) => d.send_at != null);
           if (claimed > 0) {
@@ -272,35 +252,34 @@ export class DeliveryWorker {
   }
 
   /**
-   * What a flush of `finishing` outcomes at `now` may claim after them: the room they leave, if a
-   * claim would run for it (see claimLoop). Reserved until takeFollowing, so that a claim of the
-   * claim loop meanwhile does not take the same room.
+   * Writes a batch of outcomes. Where the store claims in the same transaction (claimsWithWrite), the
+   * room the batch frees is reserved meanwhile, so that the claim loop does not take it too, and what
+   * the write claimed joins the buffer.
    */
-  private followingClaim(finishing: number, now: number): ClaimOptions | null {
-    if (!this.running) return null;
-    const room = this.capacity - this.held() + finishing;
-    if (room < this.lowWater) return null;
-    this.reserved = room;
-    return this.claimOptions(now, room);
+  private async record(batch: readonly Outcome[]): Promise<void> {
+    this.reserved = claimsWithWrite(this.ctx.db, batch) ? this.roomAfter(batch.length) : 0;
+    let claimed: ClaimedAttempt[] = [];
+    try {
+      ({ claimed } = await writeOutcomes(this.ctx, batch, this.reserved));
+    } finally {
+      this.reserved = 0;
+    }
+    this.take(claimed);
   }
 
-  /** Attempts in flight, in the buffer and being claimed by a flush: what counts against the capacity. */
+  /** The room `finishing` outcomes leave, if a claim would run for it (see claimLoop); else 0. */
+  private roomAfter(finishing: number): number {
+    if (!this.running) return 0;
+    const room = this.capacity - this.held() + finishing;
+    return room < this.lowWater ? 0 : room;
+  }
+
+  /** Attempts in flight, in the buffer and being claimed by a write: what counts against the capacity. */
   private held(): number {
     return this.inFlight.size + this.buffer.length + this.reserved;
   }
 
-  /** A claim of up to `limit` deliveries at `now`, leased for an attempt's time-out and its slack. */
-  private claimOptions(now: number, limit: number): ClaimOptions {
-    return {
-      now,
-      leaseUntil: now + leaseMs(this.ctx.config.deliveryTimeoutMs),
-      limit,
-      ceiling: this.ctx.config.endpointConcurrency,
-    };
-  }
-
-  private takeFollowing(claimed: readonly ClaimedAttempt[]): void {
-    this.reserved = 0;
+  private take(claimed: readonly ClaimedAttempt[]): void {
     if (claimed.length === 0) return;
     if (!this.running) {
       this.claimedWhileStopping.push(...claimed);
@@ -356,7 +335,9 @@ export class DeliveryWorker {
       const error =
         body === null ? 'stored message cannot be decrypted' : 'signing secret cannot be decrypted';
       log().error(`attempt impossible: ${error}`);
-      await this.outcomes.push(this.judge(delivery, notSent(error), {}, body, maxAttempts));
+      await this.outcomes.push(
+        judgeAttempt(this.ctx, { delivery, headers: {}, body }, notSent(error), this.options.random),
+      );
       return;
     }
     const headers = deliveryHeaders({
@@ -374,7 +355,9 @@ export class DeliveryWorker {
         : await this.sender.send({ url: delivery.url, headers, body });
     if (this.interrupting) return; // shutting down: the claim is released, not judged
     this.ctx.metrics.attemptSeconds.observe(result.durationMs / 1000);
-    await this.outcomes.push(this.judge(delivery, result, headers, body, maxAttempts));
+    await this.outcomes.push(
+      judgeAttempt(this.ctx, { delivery, headers, body }, result, this.options.random),
+    );
     if (this.ctx.logger.isLevelEnabled('debug')) {
       log().debug(
         { status: result.status, ok: result.ok, ms: Math.round(result.durationMs) },
@@ -382,62 +365,6 @@ export class DeliveryWorker {
       );
     }
   }
-
-  private judge(
-    delivery: ClaimedAttempt,
-    result: SendResult,
-    headers: Record<string, string>,
-    body: string | null,
-    maxAttempts: number,
-  ): Outcome {
-    // Backoff counts from the end of the attempt: a retry is never due before its attempt was over.
-    const now = this.ctx.clock();
-    const signal = loadSignal(result);
-    if (result.ok) return { kind: 'succeeded', delivery, status: result.status ?? 200, signal };
-    const failure = {
-      delivery,
-      status: result.status,
-      error: result.error ?? 'failed',
-      gone: result.status === 410,
-      signal,
-      pauseUntil:
-        result.retryAfterMs === null ? null : now + Math.min(result.retryAfterMs, RETRY_AFTER_CAP_MS),
-    };
-    if (delivery.attempts >= maxAttempts) {
-      if (delivery.replay_of || body === null) return { kind: 'dead', ...failure, deadLetter: null };
-      const id = newId('deadLetter', now);
-      const firstHeaders = delivery.first_headers
-        ? (JSON.parse(delivery.first_headers) as Record<string, string>)
-        : headers;
-      const original = this.ctx.envelope.seal(
-        JSON.stringify({ body, headers: firstHeaders }),
-        deadLetterAad(id),
-      );
-      return { kind: 'dead', ...failure, deadLetter: { id, original } };
-    }
-    const delay = retryDelay(
-      delivery.attempts,
-      { baseMs: this.ctx.config.retryBaseMs, maxMs: this.ctx.config.retryMaxMs },
-      result.retryAfterMs,
-      this.options.random,
-    );
-    return {
-      kind: 'retry',
-      ...failure,
-      retryAt: now + delay,
-      firstHeaders: delivery.first_headers || body === null ? null : JSON.stringify(headers),
-    };
-  }
-}
-
-/**
- * What an answer says about the endpoint's capacity: a quick 2xx is room to grow; time-outs,
- * connection errors, 5xx and 429 are congestion; other answers (4xx) say nothing about load.
- */
-export function loadSignal(result: SendResult): LoadSignal {
-  if (result.ok) return result.durationMs < FAST_ANSWER_MS ? 'fast' : 'slow';
-  if (result.status === null || result.status >= 500 || result.status === 429) return 'congested';
-  return 'none';
 }
 
 /** Decrypts each message payload and endpoint secret once for the attempts started together. */

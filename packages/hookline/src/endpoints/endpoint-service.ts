@@ -7,7 +7,7 @@ import { HooklineError, notFound } from '../errors.js';
 import { isId, newId } from '../ids.js';
 import { checkCursor, isoTime, toPage, type Page } from '../pagination.js';
 import { checkEndpointUrl } from '../net/index.js';
-import { releaseEndpoint } from '../delivery/circuit-breaker.js';
+import { releaseEndpoint } from '../engine/circuit-breaker.js';
 import { cancelForEndpoint } from '../store/deliveries.js';
 import { createQueue, lockQueues, setQueueActive, setQueueRate } from '../store/endpoint-queues.js';
 import {
@@ -22,7 +22,7 @@ import {
 } from '../store/endpoints.js';
 import type { Queryable } from '../store/db.js';
 import { ensureTenant } from '../store/tenants.js';
-import { secretAad } from './signing-secrets.js';
+import { secretAad } from '../engine/sealing.js';
 
 export const ENDPOINT_LIMITS = {
   url: 2048,

@@ -1,11 +1,12 @@
 // Emitting an event: validate, write the message durably (encrypted), wake the workers, answer.
 // Nothing here depends on how many endpoints subscribe or how they behave: a tenant's few endpoints
-// may get their deliveries in the same transaction (delivery/fanout.ts), many are left to the workers.
+// may get their deliveries in the same transaction (engine/fanout.ts), many are left to the workers.
 import type { Context } from '../context.js';
 import { HooklineError } from '../errors.js';
 import { newId } from '../ids.js';
 import { isConnectionLoss, isUniqueViolation, type Queryable } from '../store/db.js';
-import { insertAndFanOut } from '../delivery/fanout.js';
+import { insertAndFanOut } from '../engine/fanout.js';
+import { messageAad } from '../engine/sealing.js';
 import {
   existingMessageIds,
   findByIdempotencyKeys,
@@ -44,10 +45,6 @@ export interface EmitResult {
   id: string;
   /** True when an earlier emit with the same idempotency key already created this message. */
   replayed: boolean;
-}
-
-export function messageAad(messageId: string): string {
-  return `message:${messageId}`;
 }
 
 interface Prepared {
@@ -195,15 +192,15 @@ export class Emitter {
   }
 
   /**
-   * On PostgreSQL a group without Idempotency-Keys, all of whose tenants are known to exist, is one
-   * multi-row insert: atomic by itself, so it runs without BEGIN and COMMIT around it, one round trip
-   * instead of three. An API process answers in bursts between those round trips, so each one it
-   * saves shortens every emit's wait (ingest +35-50 %, bench/RESULTS.md "Session of run H"). On
-   * SQLite the write also fans out (reads, then inserts): it needs its transaction.
+   * Where the store leaves fan-out to the workers (PostgreSQL), a group without Idempotency-Keys, all
+   * of whose tenants are known to exist, is one multi-row insert: atomic by itself, so it runs without
+   * BEGIN and COMMIT around it, one round trip instead of three. An API process answers in bursts
+   * between those round trips, so each one it saves shortens every emit's wait (docs/architecture.md,
+   * "Emitting"). Where emits fan out (SQLite), the write reads, then inserts: it needs its transaction.
    */
   private isOneInsert(group: readonly Waiting[]): boolean {
     return (
-      this.ctx.db.dialect === 'postgres' &&
+      !this.ctx.db.capabilities.fanOutOnEmit &&
       group.every((w) => w.key === null && this.knownTenants.has(w.input.tenantId))
     );
   }

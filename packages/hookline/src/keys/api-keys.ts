@@ -5,7 +5,7 @@ import { constantTimeEqualHex, randomToken, sha256Hex } from '../crypto/hashing.
 import { HooklineError } from '../errors.js';
 import { isId, newId } from '../ids.js';
 import { checkCursor, isoTime, toPage } from '../pagination.js';
-import { audit, type Actor } from '../admin/audit.js';
+import { audit, type Actor } from '../engine/audit.js';
 import {
   findApiKeyByHash,
   insertApiKey,

@@ -7,7 +7,7 @@ import type { TypedEvent } from '../catalogue/index.js';
 import { Envelope, encryptionKeyFromBase64 } from '../crypto/envelope.js';
 import { schemaNameProblem } from '../database-url.js';
 import { HooklineError } from '../errors.js';
-import { messageAad } from '../events/emit.js';
+import { messageAad } from '../engine/sealing.js';
 import { fingerprintText, IDEMPOTENCY_WINDOW_MS, validate } from '../events/validate.js';
 import { newId } from '../ids.js';
 import {

@@ -5,8 +5,40 @@
 export type Dialect = 'sqlite' | 'postgres';
 export type SqlValue = string | number | Buffer | null;
 
+/**
+ * What a caller outside the store needs to know of the database it runs on, each named for the
+ * decision it drives, so that no caller tests the dialect (docs/architecture.md, "Two stores"). Each
+ * adapter sets them, with its reasons (store/sqlite/sqlite-db.ts, store/postgres/pg-db.ts).
+ */
+export interface Capabilities {
+  /** Deliveries one fan-out transaction writes at most, and endpoints it reads per page. */
+  readonly fanOutChunk: number;
+  /**
+   * A write transaction that finds nothing to do costs every other writer: look with a read first, and
+   * take the writer only when it found work.
+   */
+  readonly readBeforeWrite: boolean;
+  /**
+   * An emit fans out its message in its own transaction when the tenant has few endpoints
+   * (engine/fanout.ts, insertAndFanOut). Where false, a message is left to the workers, and a group
+   * of emits can be written as one insert without a transaction around it.
+   */
+  readonly fanOutOnEmit: boolean;
+  /**
+   * A flush of successful outcomes claims the work its freed slots make room for in its own
+   * transaction (store/deliveries.ts, recordSuccessesThenClaim). Where false, the two are separate.
+   */
+  readonly claimWithOutcomes: boolean;
+}
+
+/** Housekeeping a long-running process runs beside its connection; stopped before the connection closes. */
+export interface Maintenance {
+  stop(): Promise<void>;
+}
+
 export interface Queryable {
   readonly dialect: Dialect;
+  readonly capabilities: Capabilities;
   all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]>;
   one<T>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined>;
   /** Runs a statement and answers how many rows it changed. */
@@ -31,6 +63,16 @@ export interface Db extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Starts what a long-running process needs beside its connection, resolving once it runs; null where
+   * nothing is needed. Called at most once, before the process's work begins.
+   */
+  startMaintenance(): Promise<Maintenance> | null;
+  /**
+   * What another thread of this process passes to openDb (as ContextOptions.threadShare) to write
+   * the same database beside this connection; null where connections need nothing of each other.
+   */
+  threadShare(): SharedArrayBuffer | null;
 }
 
 /** Dialect-specific fragments, so shared SQL stays shared. */

@@ -17,9 +17,9 @@ export interface DeadLetterRow {
   message_id: string;
   event_type: string;
   attempts: number;
-  /** Why the last attempt failed, in hookline's own words (delivery/last-error.ts). */
+  /** Why the last attempt failed, in hookline's own words (engine/last-error.ts). */
   last_error: string | null;
-  /** The start of the subscriber's last answer, sealed (delivery/last-error.ts); null if none. */
+  /** The start of the subscriber's last answer, sealed (engine/last-error.ts); null if none. */
   last_response: Buffer | null;
   /** Envelope of `{body, headers}` as first sent. */
   original: Buffer;

@@ -15,6 +15,7 @@ import {
   type Queryable,
 } from './db.js';
 import { reopenDeadLetters } from './dead-letters.js';
+import type { AttemptRef, ClaimOptions, ClaimedAttempt, FencedRow, SuccessRecord } from './attempts.js';
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from './delivery-stats.js';
 import {
   arrivalsOf,
@@ -44,9 +45,9 @@ export interface DeliveryRow {
   next_attempt_at: number;
   lease_expires_at: number | null;
   last_status: number | null;
-  /** Why the last attempt failed, in hookline's own words (delivery/last-error.ts). */
+  /** Why the last attempt failed, in hookline's own words (engine/last-error.ts). */
   last_error: string | null;
-  /** The start of the subscriber's answer to it, sealed (delivery/last-error.ts); null if none. */
+  /** The start of the subscriber's answer to it, sealed (engine/last-error.ts); null if none. */
   last_response: Buffer | null;
   /** JSON of the headers of attempt 1, kept for the dead-letter record ("as first sent"). */
   first_headers: string | null;
@@ -135,33 +136,47 @@ export async function insertDeliveries(
   now: number,
 ): Promise<void> {
   if (rows.length === 0) return;
+  const held = await heldInLines(q, rows);
+  await writeDeliveries(q, rows, (r) => (held.has(r) ? 'held' : 'pending'), now);
+  await enqueue(q, arrivalsOf(rows.map((r) => (held.has(r) ? { ...r, status: 'held' } : r))));
+}
+
+/** The keyed rows that wait behind an earlier delivery of their line, already there or in `rows`. */
+async function heldInLines(q: Queryable, rows: readonly NewDelivery[]): Promise<Set<NewDelivery>> {
   const keyed = rows.filter((r) => r.ordering_key !== null);
   const held = new Set<NewDelivery>();
-  if (keyed.length > 0) {
-    // Every queue row of the batch, in id order before anything else: the lock order.
-    await lockQueues(
-      q,
-      rows.map((r) => r.endpoint_id),
-    );
-    const lines = new Map<string, NewDelivery[]>();
-    for (const r of keyed) {
-      const id = lineId(r);
-      const line = lines.get(id);
-      if (line) line.push(r);
-      else lines.set(id, [r]);
-    }
-    const open = await openLines(
-      q,
-      [...lines.values()].map((l) => ({ endpoint_id: l[0]!.endpoint_id, ordering_key: l[0]!.ordering_key! })),
-    );
-    for (const [id, line] of lines) {
-      line.sort((a, b) => a.ordering_seq! - b.ordering_seq!);
-      line.forEach((r, i) => {
-        if (i > 0 || open.has(id)) held.add(r);
-      });
-    }
+  if (keyed.length === 0) return held;
+  // Every queue row of the batch, in id order before anything else: the lock order.
+  await lockQueues(
+    q,
+    rows.map((r) => r.endpoint_id),
+  );
+  const lines = new Map<string, NewDelivery[]>();
+  for (const r of keyed) {
+    const id = lineId(r);
+    const line = lines.get(id);
+    if (line) line.push(r);
+    else lines.set(id, [r]);
   }
-  const status = (r: NewDelivery) => (held.has(r) ? 'held' : 'pending');
+  const open = await openLines(
+    q,
+    [...lines.values()].map((l) => ({ endpoint_id: l[0]!.endpoint_id, ordering_key: l[0]!.ordering_key! })),
+  );
+  for (const [id, line] of lines) {
+    line.sort((a, b) => a.ordering_seq! - b.ordering_seq!);
+    line.forEach((r, i) => {
+      if (i > 0 || open.has(id)) held.add(r);
+    });
+  }
+  return held;
+}
+
+async function writeDeliveries(
+  q: Queryable,
+  rows: readonly NewDelivery[],
+  status: (r: NewDelivery) => 'held' | 'pending',
+  now: number,
+): Promise<void> {
   if (q.dialect === 'sqlite') {
     // No round trip to save: one prepared row statement each, without building and parsing a JSON
     // document of the rows (fan-out's largest cost in a drain: ~15 µs a row that way).
@@ -181,36 +196,35 @@ export async function insertDeliveries(
         now,
       ]);
     }
-  } else {
-    // One JSON parameter, one statement text: prepared once per connection, where a VALUES list is a
-    // new text (parsed and planned again) for every length, and thousands of bound values a time.
-    const t = jsonRecords(q.dialect, 1, NEW_DELIVERY_COLUMNS);
-    await q.run(
-      `${INSERT_DELIVERY}
-       SELECT t.item_id, t.item_message, t.item_endpoint, t.item_tenant, t.item_type, t.item_due,
-         t.item_replay_of, t.item_headers, t.item_status, t.item_key, t.item_seq, $2, $2
-       FROM ${t}`,
-      [
-        JSON.stringify(
-          rows.map((r) => ({
-            item_id: r.id,
-            item_message: r.message_id,
-            item_endpoint: r.endpoint_id,
-            item_tenant: r.tenant_id,
-            item_type: r.event_type,
-            item_due: r.next_attempt_at,
-            item_replay_of: r.replay_of,
-            item_headers: r.first_headers,
-            item_status: status(r),
-            item_key: r.ordering_key ?? null,
-            item_seq: r.ordering_seq ?? null,
-          })),
-        ),
-        now,
-      ],
-    );
+    return;
   }
-  await enqueue(q, arrivalsOf(rows.map((r) => (held.has(r) ? { ...r, status: 'held' } : r))));
+  // One JSON parameter, one statement text: prepared once per connection, where a VALUES list is a
+  // new text (parsed and planned again) for every length, and thousands of bound values a time.
+  const t = jsonRecords(q.dialect, 1, NEW_DELIVERY_COLUMNS);
+  await q.run(
+    `${INSERT_DELIVERY}
+     SELECT t.item_id, t.item_message, t.item_endpoint, t.item_tenant, t.item_type, t.item_due,
+       t.item_replay_of, t.item_headers, t.item_status, t.item_key, t.item_seq, $2, $2
+     FROM ${t}`,
+    [
+      JSON.stringify(
+        rows.map((r) => ({
+          item_id: r.id,
+          item_message: r.message_id,
+          item_endpoint: r.endpoint_id,
+          item_tenant: r.tenant_id,
+          item_type: r.event_type,
+          item_due: r.next_attempt_at,
+          item_replay_of: r.replay_of,
+          item_headers: r.first_headers,
+          item_status: status(r),
+          item_key: r.ordering_key ?? null,
+          item_seq: r.ordering_seq ?? null,
+        })),
+      ),
+      now,
+    ],
+  );
 }
 
 /**
@@ -256,47 +270,6 @@ export async function advanceLines(
   );
 }
 
-/** What an attempt needs, all read by the claim itself: the delivery, its payload and its endpoint. */
-export interface ClaimedAttempt {
-  id: string;
-  message_id: string;
-  endpoint_id: string;
-  tenant_id: string;
-  event_type: string;
-  /** The number of this attempt, and its fencing token. */
-  attempts: number;
-  first_headers: string | null;
-  replay_of: string | null;
-  ordering_key: string | null;
-  /** Envelope of the message's raw body. */
-  payload: Buffer;
-  url: string;
-  secret: Buffer;
-  previous_secret: Buffer | null;
-  previous_secret_expires_at: number | null;
-  /**
-   * The endpoint had no failing streak and no open circuit when claimed: a success then has no health
-   * to restore, and the flush skips those writes (1/0 on SQLite, boolean on PostgreSQL).
-   */
-  endpoint_healthy: boolean | number;
-  /**
-   * At a rate-limited endpoint, when to send (epoch ms): the attempt's slot in the pace plus a short
-   * delay. Slots are one interval apart whichever worker claimed them, so attempts sent at their slot
-   * arrive evenly spaced however long each claim took (docs/architecture.md, "Rate limits"). Null
-   * without a limit: send at once.
-   */
-  send_at: number | string | null;
-}
-
-export interface ClaimOptions {
-  now: number;
-  leaseUntil: number;
-  /** At most this many deliveries in all. */
-  limit: number;
-  /** HOOKLINE_ENDPOINT_CONCURRENCY: no endpoint's adaptive limit goes above it. */
-  ceiling: number;
-}
-
 /**
  * Claims due deliveries: ready endpoints in the order they became ready, from each as many as its
  * limit leaves room for, the attempt counted and the lease taken together. The cost is O(batch):
@@ -306,21 +279,9 @@ export function claimDeliveries(db: Db, o: ClaimOptions): Promise<ClaimedAttempt
   return db.dialect === 'postgres' ? claimPostgres(db, o) : claimSqlite(db, o);
 }
 
-/** One attempt's place in the queue: the fence of every outcome. */
-export interface AttemptRef {
-  id: string;
-  attempt: number;
-}
-
-export interface FencedRow {
-  id: string;
-  endpoint_id: string;
-  ordering_key: string | null;
-}
-
 const REF_COLUMNS = { item_id: 'text', item_attempt: 'int' } as const;
 // The column sets are built once: a spread adding properties, run per flush, made a new hidden class
-// each time (V8's --log-maps; bench/RESULTS.md, "Session of run W").
+// each time (V8's --log-maps showed it), and every read of such an object megamorphic.
 const SUCCESS_COLUMNS = { ...REF_COLUMNS, item_status: 'int' } as const;
 const FAILURE_COLUMNS = {
   ...REF_COLUMNS,
@@ -365,17 +326,6 @@ export async function completeDeliveries(
   );
 }
 
-/** A success, with what the queue and the statistics need to count it. */
-export interface SuccessRecord extends AttemptRef {
-  status: number;
-  endpoint_id: string;
-  tenant_id: string;
-  /** Answered quickly: credit towards a larger limit (store/endpoint-queues.ts). */
-  fast: boolean;
-  /** A keyed delivery's success lets the next of its line go. */
-  ordering_key: string | null;
-}
-
 /**
  * Records a flush made only of successes at healthy endpoints, with its statistics and queue
  * settlement: one statement on PostgreSQL, one short transaction on SQLite. Answers the rows the fence
@@ -397,17 +347,8 @@ export async function recordSuccesses(
 }
 
 /**
- * Whether recordSuccessesThenClaim claims in the flush's own transaction: on SQLite a flush and a
- * claim each paid a commit. On PostgreSQL each is one statement already, outside any transaction, and
- * the caller claims separately.
- */
-export function flushClaims(db: Db): boolean {
-  return db.dialect === 'sqlite';
-}
-
-/**
  * recordSuccesses, then a claim (`next`, if any) of what the slots it frees allow, in the same
- * transaction where that saves one (flushClaims; docs/architecture.md, "Recording outcomes").
+ * transaction where the store claims with outcomes (Capabilities.claimWithOutcomes; docs/architecture.md, "Recording outcomes").
  * `claimed` is null where no claim was made.
  */
 export async function recordSuccessesThenClaim(
@@ -417,7 +358,7 @@ export async function recordSuccessesThenClaim(
   ceiling: number,
   next: ClaimOptions | null,
 ): Promise<{ rows: FencedRow[]; claimed: ClaimedAttempt[] | null }> {
-  if (!flushClaims(db) || items.length === 0 || next === null || next.limit <= 0)
+  if (!db.capabilities.claimWithOutcomes || items.length === 0 || next === null || next.limit <= 0)
     return { rows: await recordSuccesses(db, items, now, ceiling), claimed: null };
   return db.transaction(async (tx) => {
     const rows = await recordSuccessesWithin(tx, items, now, ceiling);

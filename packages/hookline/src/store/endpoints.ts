@@ -16,7 +16,7 @@ export interface EndpointRow {
   previous_secret: Buffer | null;
   previous_secret_expires_at: number | null;
   failing_since: number | null;
-  /** Set while the circuit is open: the endpoint's queue is paused until then (delivery/circuit-breaker.ts). */
+  /** Set while the circuit is open: the endpoint's queue is paused until then (engine/circuit-breaker.ts). */
   circuit_open_until: number | null;
   created_at: number;
   updated_at: number;

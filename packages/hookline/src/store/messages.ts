@@ -18,7 +18,7 @@ export interface MessageRow {
   idempotency_fingerprint: string | null;
   created_at: number;
   fanned_out_at: number | null;
-  /** The last endpoint id a partial fan-out reached (delivery/fanout.ts); null before it starts. */
+  /** The last endpoint id a partial fan-out reached (engine/fanout.ts); null before it starts. */
   fanout_cursor?: string | null;
   /** Deliveries of messages sharing a key go one at a time per endpoint, in emit order (§6). */
   ordering_key: string | null;

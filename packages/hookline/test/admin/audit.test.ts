@@ -2,7 +2,7 @@
 // role, looks and lists aside; and an entry is part of its action's transaction, so when the entry
 // cannot be written the action does not happen either (docs/operators.md, "The audit log").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { audit, CLI_ACTOR } from '../../src/admin/audit.js';
+import { audit, CLI_ACTOR } from '../../src/engine/audit.js';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';

@@ -2,7 +2,7 @@
 // the job in paced batches, and a real subscriber receives each dead letter again with its hook-id.
 // The workers here are made by the tests, so they can be stopped mid-job and replaced.
 import { afterEach, describe, expect, it } from 'vitest';
-import { REPLAY_QUEUE_BOUND, runReplayBatch } from '../../src/admin/replay-jobs.js';
+import { REPLAY_QUEUE_BOUND, runReplayBatch } from '../../src/engine/replay-batch.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { claimReplayJob, getReplayJob } from '../../src/store/replay-jobs.js';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';

@@ -1,7 +1,7 @@
 // Keys, roles and tenancy (docs/contract.md §1): 401 without a valid key, 403 for the wrong role, and a
 // tenant never sees another tenant's endpoints (404, never 403).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI_ACTOR } from '../../src/admin/audit.js';
+import { CLI_ACTOR } from '../../src/engine/audit.js';
 import { createApiKey, KEY_CACHE_MS } from '../../src/keys/api-keys.js';
 import { revokeApiKey } from '../../src/store/api-keys.js';
 import { startTestService, type TestService } from '../helpers/service.js';

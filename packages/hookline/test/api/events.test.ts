@@ -1,6 +1,6 @@
 // POST /v1/events: the producer's emit (docs/contract.md §4.2), on both stores.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { messageAad } from '../../src/events/emit.js';
+import { messageAad } from '../../src/engine/sealing.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
 import { MESSAGE_ID_SHAPE, expectError, manualClock, rawRequest, type ManualClock } from './support.js';

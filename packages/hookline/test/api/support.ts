@@ -2,7 +2,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import type { Clock } from '../../src/context.js';
-import { signingSecrets } from '../../src/endpoints/signing-secrets.js';
+import { signingSecrets } from '../../src/engine/sealing.js';
 import { getEndpointById } from '../../src/store/endpoints.js';
 import type { TestService } from '../helpers/service.js';
 

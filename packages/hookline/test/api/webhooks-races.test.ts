@@ -52,6 +52,7 @@ async function interleave<A, B>(
   };
   const wrap = (q: Queryable, inTransaction: boolean): Queryable => ({
     dialect: q.dialect,
+    capabilities: q.capabilities,
     all: async <T>(sql: string, params?: readonly SqlValue[]) => {
       const rows = await q.all<T>(sql, params);
       await hook(sql, q, inTransaction);
@@ -70,6 +71,8 @@ async function interleave<A, B>(
     transaction: (fn) => db.transaction((tx) => fn(wrap(tx, true))),
     ping: () => db.ping(),
     close: () => db.close(),
+    startMaintenance: () => null,
+    threadShare: () => db.threadShare(),
   };
   ctx.db = wrapped;
   try {

@@ -1,6 +1,6 @@
 // /v1/webhooks: create, get, patch, delete, restore and rotate-secret (docs/contract.md §4.1), on both stores.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fanOutBatch } from '../../src/delivery/fanout.js';
+import { fanOutBatch } from '../../src/engine/fanout.js';
 import { disableEndpoint, getEndpointById } from '../../src/store/endpoints.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';

@@ -8,7 +8,7 @@ import {
   encryptionKeyFromBase64,
   type EncryptionKey,
 } from '../../src/crypto/envelope.js';
-import { deadLetterAad, openOriginal } from '../../src/delivery/dead-letter-codec.js';
+import { deadLetterAad, openOriginal } from '../../src/engine/sealing.js';
 
 const newKey = (): EncryptionKey => encryptionKeyFromBase64(randomBytes(32).toString('base64'));
 const BODY = '{"type":"user.created","data":{"userId":"user_29w","email":"ada@example.com"}}';

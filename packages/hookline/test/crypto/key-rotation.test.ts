@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '@hookline/consumer';
 import { loadConfig } from '../../src/config.js';
-import { CLI_ACTOR } from '../../src/admin/audit.js';
+import { CLI_ACTOR } from '../../src/engine/audit.js';
 import { createApiKey } from '../../src/keys/api-keys.js';
 import { createEndpoint } from '../../src/endpoints/endpoint-service.js';
 import { startService } from '../../src/service.js';

@@ -1,4 +1,4 @@
-// What a failed attempt stores (delivery/last-error.ts): hookline's reason in clear, the subscriber's
+// What a failed attempt stores (engine/last-error.ts): hookline's reason in clear, the subscriber's
 // answer sealed to its row. The at-rest proofs are in test/delivery/retries.test.ts and
 // test/delivery/sender-at-rest.test.ts.
 import { randomBytes } from 'node:crypto';
@@ -10,7 +10,7 @@ import {
   sealAnswer,
   showLastError,
   splitError,
-} from '../../src/delivery/last-error.js';
+} from '../../src/engine/last-error.js';
 
 const envelope = new Envelope(encryptionKeyFromBase64(randomBytes(32).toString('base64')));
 

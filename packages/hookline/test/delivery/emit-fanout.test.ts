@@ -4,7 +4,7 @@
 // the workers. Either way each matching endpoint gets exactly one delivery, and a line of keyed
 // messages learns of its deliveries in emit order.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EMIT_FANOUT_BUDGET, EMIT_FANOUT_ENDPOINTS, fanOutBatch } from '../../src/delivery/fanout.js';
+import { EMIT_FANOUT_BUDGET, EMIT_FANOUT_ENDPOINTS, fanOutBatch } from '../../src/engine/fanout.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
 import { createEndpoint } from './support.js';

@@ -2,7 +2,7 @@
 // SQLite a fan-out batch never leaves the event loop, so without a turn between batches the attempts
 // already claimed would wait for the whole backlog (docs/architecture.md, "Fan-out").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EMIT_FANOUT_ENDPOINTS } from '../../src/delivery/fanout.js';
+import { EMIT_FANOUT_ENDPOINTS } from '../../src/engine/fanout.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { countAwaitingFanout } from '../../src/store/messages.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';

@@ -33,7 +33,9 @@ function countClaims(t: TestService): { readonly count: number } {
   db.all = counted(db);
   const transaction = db.transaction.bind(db);
   db.transaction = ((fn: (tx: Queryable) => Promise<unknown>) =>
-    transaction((tx) => fn({ ...tx, dialect: tx.dialect, all: counted(tx) }))) as typeof db.transaction;
+    transaction((tx) =>
+      fn({ ...tx, dialect: tx.dialect, capabilities: tx.capabilities, all: counted(tx) }),
+    )) as typeof db.transaction;
   return counter;
 }
 

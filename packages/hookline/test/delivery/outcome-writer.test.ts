@@ -2,10 +2,12 @@
 // write is still under way (the caller closes the database right after).
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Context } from '../../src/context.js';
-import { fanOutBatch } from '../../src/delivery/fanout.js';
+import { fanOutBatch } from '../../src/engine/fanout.js';
 import { OutcomeWriter } from '../../src/delivery/outcome-writer.js';
+import { claimsWithWrite, writeOutcomes, type Outcome } from '../../src/engine/outcomes.js';
 import type { Db } from '../../src/store/db.js';
-import { claimDeliveries, getDelivery, type ClaimedAttempt } from '../../src/store/deliveries.js';
+import type { ClaimedAttempt } from '../../src/store/attempts.js';
+import { claimDeliveries, getDelivery } from '../../src/store/deliveries.js';
 import { eventually } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
@@ -15,6 +17,7 @@ import { createEndpoint, emit, sleep } from './support.js';
 function slowTransactions(db: Db, delayMs: number): Db {
   return {
     dialect: db.dialect,
+    capabilities: db.capabilities,
     all: (sql, params) => db.all(sql, params),
     one: (sql, params) => db.one(sql, params),
     run: (sql, params) => db.run(sql, params),
@@ -25,6 +28,8 @@ function slowTransactions(db: Db, delayMs: number): Db {
     ping: () => db.ping(),
     notifications: db.notifications,
     close: () => db.close(),
+    startMaintenance: () => null,
+    threadShare: () => null,
   };
 }
 
@@ -106,5 +111,26 @@ describe.each(STORE_KINDS)('OutcomeWriter on %s', (kind) => {
     await eventually(() => writer.pending === 0);
     await writer.close();
     expect(await getDelivery(t!.service.ctx.db, delivery!.id)).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('a write of successes claims the room it frees where the store claims with outcomes, and answers it', async () => {
+    t = await startTestService(kind);
+    await createEndpoint(t, 'http://127.0.0.1:9/unused', ['*']);
+    for (let i = 0; i < 2; i++) await emit(t, 'user.updated', { i });
+    await fanOutBatch(t.service.ctx);
+    const { ctx } = t.service;
+    const now = Date.now();
+    const [first] = await claimDeliveries(ctx.db, { now, leaseUntil: now + 60_000, limit: 1, ceiling: 8 });
+    const batch: Outcome[] = [{ kind: 'succeeded', delivery: first!, status: 200, signal: 'fast' }];
+    const claims = claimsWithWrite(ctx.db, batch);
+    expect(claims).toBe(kind === 'sqlite');
+    const { claimed } = await writeOutcomes(ctx, batch, 5);
+    expect(await getDelivery(ctx.db, first!.id)).toMatchObject({ status: 'succeeded' });
+    // The other delivery: taken by the write itself (SQLite), or left for the claim loop.
+    expect(claimed.map((c) => c.id)).toHaveLength(claims ? 1 : 0);
+    const rows = await ctx.db.all<{ status: string }>(`SELECT status FROM deliveries WHERE id <> $1`, [
+      first!.id,
+    ]);
+    expect(rows.map((r) => r.status)).toEqual([claims ? 'delivering' : 'pending']);
   });
 });

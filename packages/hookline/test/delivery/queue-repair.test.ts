@@ -2,7 +2,7 @@
 // queue whose next due time was lost while deliveries wait is found by the reaper's round, and the
 // deliveries go out.
 import { afterEach, describe, expect, it } from 'vitest';
-import { fanOutBatch } from '../../src/delivery/fanout.js';
+import { fanOutBatch } from '../../src/engine/fanout.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';

@@ -4,7 +4,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openOriginal } from '../../src/delivery/dead-letter-codec.js';
+import { openOriginal } from '../../src/engine/sealing.js';
 import { PG_URL, STORE_KINDS } from '../helpers/stores.js';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';

@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { verifyWebhook, type WebhookEvent } from '@hookline/consumer';
 import { expect } from 'vitest';
-import { deliveryAnswerAad, showLastError } from '../../src/delivery/last-error.js';
+import { deliveryAnswerAad, showLastError } from '../../src/engine/last-error.js';
 import type { DeadLetterRow } from '../../src/store/dead-letters.js';
 import type { DeliveryRow } from '../../src/store/deliveries.js';
 import type { EndpointQueueRow } from '../../src/store/endpoint-queues.js';

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.js';
-import { CLI_ACTOR } from '../../src/admin/audit.js';
+import { CLI_ACTOR } from '../../src/engine/audit.js';
 import { createApiKey } from '../../src/keys/api-keys.js';
 import { startService, type Service, type ServiceOptions } from '../../src/service.js';
 import type { Role } from '../../src/store/api-keys.js';

@@ -92,7 +92,7 @@ export async function createTestDatabase(kind: StoreKind): Promise<TestDatabase>
   };
 }
 
-/** A plain connection listening on a PostgreSQL installation's wake-up channel (delivery/work-signal.ts). */
+/** A plain connection listening on a PostgreSQL installation's wake-up channel (store/work-signal.ts). */
 export interface WakeUpListener {
   /** The channel's name: outside the public schema it carries the schema (store/postgres/pg-db.ts). */
   channel: string;

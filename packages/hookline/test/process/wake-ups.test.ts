@@ -1,4 +1,4 @@
-// Wake-ups between processes on PostgreSQL (delivery/work-signal.ts): an emit to `hookline serve`,
+// Wake-ups between processes on PostgreSQL (store/work-signal.ts): an emit to `hookline serve`,
 // whose API and delivery thread share one process, sends one notification. Before, the delivery
 // thread re-sent each wake-up it got from the API thread, and the API thread's LISTEN passed that
 // one back to the thread: one emit started ~150 notifications a second for as long as the process

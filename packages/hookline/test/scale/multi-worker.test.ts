@@ -6,7 +6,7 @@ import { createContext, type Context } from '../../src/context.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import { Emitter } from '../../src/events/emit.js';
 import { createEndpoint } from '../../src/endpoints/endpoint-service.js';
-import { fanOutBatch } from '../../src/delivery/fanout.js';
+import { fanOutBatch } from '../../src/engine/fanout.js';
 import { claimDeliveries, completeDeliveries, reapExpiredLeases } from '../../src/store/deliveries.js';
 import { MIGRATIONS, migrate } from '../../src/store/migrations/index.js';
 import { eventually, startReceiver } from '../helpers/receiver.js';

@@ -9,8 +9,8 @@ import {
   reconcileInFlight,
   reconcileNextDue,
   releaseDeliveries,
-  type ClaimedAttempt,
 } from '../../src/store/deliveries.js';
+import type { ClaimedAttempt } from '../../src/store/attempts.js';
 import {
   DECREASE_INTERVAL_MS,
   INITIAL_CONCURRENCY,

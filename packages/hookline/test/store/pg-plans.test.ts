@@ -11,8 +11,8 @@ import {
   completeDeliveries,
   failDeliveries,
   recordSuccesses,
-  type ClaimedAttempt,
 } from '../../src/store/deliveries.js';
+import type { ClaimedAttempt } from '../../src/store/attempts.js';
 import { PG_URL, STORE_KINDS } from '../helpers/stores.js';
 import {
   CEILING,
@@ -35,6 +35,7 @@ function recording(db: Db): { db: Db; statements: Statement[] } {
   const statements: Statement[] = [];
   const wrap = (q: Queryable): Queryable => ({
     dialect: q.dialect,
+    capabilities: q.capabilities,
     all: (sql, params = []) => (statements.push({ sql, params }), q.all(sql, params)),
     one: (sql, params = []) => (statements.push({ sql, params }), q.one(sql, params)),
     run: (sql, params = []) => (statements.push({ sql, params }), q.run(sql, params)),

@@ -2,11 +2,11 @@
 // with their queues, one message per delivery (so a claim's payload can be matched to its delivery),
 // and deliveries inserted by the store's own insertDeliveries. Times are explicit epoch milliseconds
 // around T0; nothing here sleeps or reads the clock.
+import type { ClaimedAttempt } from '../../src/store/attempts.js';
 import type { Db } from '../../src/store/db.js';
 import {
   claimDeliveries,
   insertDeliveries,
-  type ClaimedAttempt,
   type DeliveryRow,
   type DeliveryStatus,
 } from '../../src/store/deliveries.js';

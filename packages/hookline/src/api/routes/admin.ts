@@ -2,7 +2,7 @@
 // Nothing here is reachable with a tenant or producer key.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { auditView } from '../../admin/audit.js';
+import { auditView } from '../../engine/audit.js';
 import { inspectDeadLetter, listDeadLetterViews, replayDeadLetter } from '../../admin/dead-letter-service.js';
 import { getReplayJobView, startReplayJob } from '../../admin/replay-jobs.js';
 import { registerTenant } from '../../admin/tenant-service.js';

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Context } from '../../context.js';
-import { errorBody } from '../errors.js';
+import { errorBody } from '../../errors.js';
 
 export function serviceRoutes(ctx: Context): FastifyPluginAsyncTypebox {
   return async (app) => {

@@ -6,7 +6,7 @@ export function statements(dialect: Dialect): string[] {
   const blob = blobType(dialect);
   const position = dialect === 'postgres' ? 'strpos' : 'instr';
   // Subscribers echo payloads back in their answers: the answer moves to a sealed column and
-  // last_error keeps only hookline's own words (delivery/last-error.ts). A migration has no key to
+  // last_error keeps only hookline's own words (engine/last-error.ts). A migration has no key to
   // seal what is already stored, so those answers are cut off, leaving `HTTP <status>`.
   const redact = (table: string) =>
     `UPDATE ${table} SET last_error = substr(last_error, 1, ${position}(last_error, ': ') - 1)

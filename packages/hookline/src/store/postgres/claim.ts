@@ -5,7 +5,7 @@
 // statement.
 import { notIndexed, type Db } from '../db.js';
 import { PACED_SEND_DELAY_INTERVALS, PACED_SEND_DELAY_MAX_US } from '../endpoint-queues.js';
-import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
+import type { ClaimOptions, ClaimedAttempt } from '../attempts.js';
 
 // Where the pace resumes: its theoretical next slot, or a slot in the past when the claim comes late,
 // by at most paceLateCreditUs (store/endpoint-queues.ts), written out here in SQL.

@@ -5,6 +5,7 @@ import pg from 'pg';
 import {
   isConnectionLoss,
   isLostRace,
+  type Capabilities,
   type Db,
   type Notifications,
   type Queryable,
@@ -98,9 +99,30 @@ async function query(client: pg.Pool | pg.PoolClient, sql: string, params: reado
   }
 }
 
+/**
+ * Writers wait only on the rows they share, and each statement is a round trip (docs/architecture.md,
+ * "Two stores").
+ */
+export const POSTGRES_CAPABILITIES: Capabilities = {
+  // A fan-out transaction holds its endpoints' queue rows from its queue update to its commit, and a
+  // claim skips a queue row so held: fewer, larger transactions leave those rows free more of the
+  // time. With 1,024 instead of 256, two workers drained one endpoint's backlog ~9 % faster, and
+  // claims no longer came back empty through most of the fan-out.
+  fanOutChunk: 1024,
+  // An empty transaction costs only its own round trips; a read first would add one.
+  readBeforeWrite: false,
+  // A fan-out moves the endpoints' hot queue rows, which workers update up to 1,024 deliveries at a
+  // time and an API process would update per group of emits: emits leave it to the workers, and a
+  // group of emits is one insert, one round trip instead of three.
+  fanOutOnEmit: false,
+  // A flush of successes and a claim are each one statement outside any transaction already.
+  claimWithOutcomes: false,
+};
+
 function queryable(client: pg.Pool | pg.PoolClient): Queryable {
   return {
     dialect: 'postgres',
+    capabilities: POSTGRES_CAPABILITIES,
     all: async <T>(sql: string, params: readonly SqlValue[] = []) =>
       (await query(client, sql, params)).rows as T[],
     one: async <T>(sql: string, params: readonly SqlValue[] = []) =>
@@ -119,6 +141,7 @@ export interface PgDbOptions {
 
 export class PgDb implements Db {
   readonly dialect = 'postgres' as const;
+  readonly capabilities = POSTGRES_CAPABILITIES;
   readonly pool: pg.Pool;
   private readonly q: Queryable;
   readonly notifications: Notifications = {
@@ -236,5 +259,15 @@ export class PgDb implements Db {
 
   async close(): Promise<void> {
     await this.pool.end();
+  }
+
+  /** The server checkpoints its own log. */
+  startMaintenance(): null {
+    return null;
+  }
+
+  /** Each thread opens its own pool; the server keeps their writes apart. */
+  threadShare(): null {
+    return null;
   }
 }

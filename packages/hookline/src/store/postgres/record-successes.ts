@@ -4,7 +4,7 @@
 // any delivery is touched, as every transaction does.
 import { settlementAssignments } from '../endpoint-queues.js';
 import { notIndexed, type Queryable } from '../db.js';
-import type { FencedRow, SuccessRecord } from '../deliveries.js';
+import type { FencedRow, SuccessRecord } from '../attempts.js';
 
 const STATEMENT = `
 WITH items AS (

@@ -3,7 +3,7 @@
 // prepared statement in a loop rather than one large query; the writes are set-based like PostgreSQL's.
 import { jsonRecords, least, limitParam, type Db, type Queryable } from '../db.js';
 import { paceLateCreditUs, pacedSendDelayUs } from '../endpoint-queues.js';
-import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
+import type { ClaimOptions, ClaimedAttempt } from '../attempts.js';
 
 /** A ready endpoint queue, with what its attempts need of the endpoint (read once, not per attempt). */
 type Ready = Pick<
@@ -69,6 +69,15 @@ function claimFromSome(db: Db, o: ClaimOptions): Promise<{ attempts: ClaimedAtte
   return db.transaction((tx) => claimWithin(tx, o));
 }
 
+/** What a claim writes back to one endpoint's queue row. */
+interface Settled {
+  item_endpoint: string;
+  item_claimed: number;
+  item_due: number | null;
+  item_tat: number | null;
+  item_throttled: number | null;
+}
+
 /**
  * A claim's statements, inside a write transaction the caller holds: from the first
  * ENDPOINTS_PER_CLAIM ready endpoints at most. A flush of successes ends with one
@@ -89,62 +98,82 @@ export async function claimWithin(
   );
   if (ready.length === 0) return { attempts: [], endpoints: 0 };
   const attempts: ClaimedAttempt[] = [];
-  const settled: {
-    item_endpoint: string;
-    item_claimed: number;
-    item_due: number | null;
-    item_tat: number | null;
-    item_throttled: number | null;
-  }[] = [];
-  const nowUs = o.now * 1000;
-  for (const r of ready) {
-    const rate = rateRoom(r, nowUs);
-    const room = Math.max(0, Math.min(r.room, rate.room, o.limit - attempts.length));
-    // One row past the room: what is left tells the queue its next due time. The rows come with
-    // what their attempts need, so no second read of the claimed deliveries follows.
-    const rows = await tx.all<Pending>(
-      `SELECT d.id, d.next_attempt_at, d.message_id, d.tenant_id, d.event_type, d.attempts,
-         d.first_headers, d.replay_of, d.ordering_key, m.payload
-       FROM deliveries d JOIN messages m ON m.id = d.message_id
-       WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at ${limitParam(2)}`,
-      [r.endpoint_id, room + 1],
-    );
-    let claimed = 0;
-    while (claimed < room && claimed < rows.length && rows[claimed]!.next_attempt_at <= o.now) {
-      const d = rows[claimed]!;
-      const slot = r.rate_interval_us === null ? null : rate.from + claimed * r.rate_interval_us;
-      attempts.push({
-        id: d.id,
-        message_id: d.message_id,
-        endpoint_id: r.endpoint_id,
-        tenant_id: d.tenant_id,
-        event_type: d.event_type,
-        // The attempt this claim starts (the update below counts it).
-        attempts: d.attempts + 1,
-        first_headers: d.first_headers,
-        replay_of: d.replay_of,
-        ordering_key: d.ordering_key,
-        payload: d.payload,
-        url: r.url,
-        secret: r.secret,
-        previous_secret: r.previous_secret,
-        previous_secret_expires_at: r.previous_secret_expires_at,
-        endpoint_healthy: r.endpoint_healthy,
-        send_at: slot === null ? null : Math.floor((slot + pacedSendDelayUs(r.rate_interval_us!)) / 1000),
-      });
-      claimed++;
-    }
-    const paced = r.rate_interval_us !== null && claimed > 0;
-    const tat = paced ? rate.from + claimed * r.rate_interval_us! : null;
-    settled.push({
-      item_endpoint: r.endpoint_id,
-      item_claimed: claimed,
-      // Checked, not read past the end: an out-of-bounds read deoptimises this function.
-      item_due: claimed < rows.length ? rows[claimed]!.next_attempt_at : null,
-      item_tat: tat,
-      item_throttled: tat === null ? null : Math.ceil((tat - r.rate_tolerance_us!) / 1000),
+  const settled: Settled[] = [];
+  for (const r of ready) settled.push(await claimFromEndpoint(tx, r, o, attempts));
+  await markClaimed(tx, attempts, settled, o);
+  return { attempts, endpoints: ready.length };
+}
+
+/** Claims what one ready endpoint has room for, into `attempts`; answers what its queue row becomes. */
+async function claimFromEndpoint(
+  tx: Queryable,
+  r: Ready,
+  o: ClaimOptions,
+  attempts: ClaimedAttempt[],
+): Promise<Settled> {
+  const rate = rateRoom(r, o.now * 1000);
+  const room = Math.max(0, Math.min(r.room, rate.room, o.limit - attempts.length));
+  // One row past the room: what is left tells the queue its next due time. The rows come with
+  // what their attempts need, so no second read of the claimed deliveries follows.
+  const rows = await tx.all<Pending>(
+    `SELECT d.id, d.next_attempt_at, d.message_id, d.tenant_id, d.event_type, d.attempts,
+       d.first_headers, d.replay_of, d.ordering_key, m.payload
+     FROM deliveries d JOIN messages m ON m.id = d.message_id
+     WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at ${limitParam(2)}`,
+    [r.endpoint_id, room + 1],
+  );
+  let claimed = 0;
+  while (claimed < room && claimed < rows.length && rows[claimed]!.next_attempt_at <= o.now) {
+    const d = rows[claimed]!;
+    const slot = r.rate_interval_us === null ? null : rate.from + claimed * r.rate_interval_us;
+    attempts.push({
+      id: d.id,
+      message_id: d.message_id,
+      endpoint_id: r.endpoint_id,
+      tenant_id: d.tenant_id,
+      event_type: d.event_type,
+      // The attempt this claim starts (markClaimed counts it).
+      attempts: d.attempts + 1,
+      first_headers: d.first_headers,
+      replay_of: d.replay_of,
+      ordering_key: d.ordering_key,
+      payload: d.payload,
+      url: r.url,
+      secret: r.secret,
+      previous_secret: r.previous_secret,
+      previous_secret_expires_at: r.previous_secret_expires_at,
+      endpoint_healthy: r.endpoint_healthy,
+      send_at: slot === null ? null : Math.floor((slot + pacedSendDelayUs(r.rate_interval_us!)) / 1000),
     });
+    claimed++;
   }
+  const paced = r.rate_interval_us !== null && claimed > 0;
+  const tat = paced ? rate.from + claimed * r.rate_interval_us! : null;
+  return {
+    item_endpoint: r.endpoint_id,
+    item_claimed: claimed,
+    // Checked, not read past the end: an out-of-bounds read deoptimises this function.
+    item_due: claimed < rows.length ? rows[claimed]!.next_attempt_at : null,
+    item_tat: tat,
+    item_throttled: tat === null ? null : Math.ceil((tat - r.rate_tolerance_us!) / 1000),
+  };
+}
+
+const SETTLED_COLUMNS = {
+  item_endpoint: 'text',
+  item_claimed: 'int',
+  item_due: 'bigint',
+  item_tat: 'bigint',
+  item_throttled: 'bigint',
+} as const;
+
+/** Counts the attempts and takes their leases; moves each queue row's counters, due time and pace. */
+async function markClaimed(
+  tx: Queryable,
+  attempts: readonly ClaimedAttempt[],
+  settled: readonly Settled[],
+  o: ClaimOptions,
+): Promise<void> {
   if (attempts.length > 0) {
     await tx.run(
       `UPDATE deliveries SET status = 'delivering', attempts = attempts + 1, lease_expires_at = $2, updated_at = $3
@@ -152,13 +181,7 @@ export async function claimWithin(
       [JSON.stringify(attempts.map((a) => a.id)), o.leaseUntil, o.now],
     );
   }
-  const t = jsonRecords('sqlite', 1, {
-    item_endpoint: 'text',
-    item_claimed: 'int',
-    item_due: 'bigint',
-    item_tat: 'bigint',
-    item_throttled: 'bigint',
-  });
+  const t = jsonRecords('sqlite', 1, SETTLED_COLUMNS);
   await tx.run(
     `UPDATE endpoint_queues SET
        in_flight = in_flight + t.item_claimed,
@@ -170,5 +193,4 @@ export async function claimWithin(
      FROM ${t} WHERE endpoint_queues.endpoint_id = t.item_endpoint`,
     [JSON.stringify(settled), o.ceiling],
   );
-  return { attempts, endpoints: ready.length };
 }

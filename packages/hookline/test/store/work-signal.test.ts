@@ -1,11 +1,11 @@
-// Wake-ups through PostgreSQL's NOTIFY (delivery/work-signal.ts), between signals on their own
+// Wake-ups through PostgreSQL's NOTIFY (store/work-signal.ts), between signals on their own
 // connections as separate processes would have: the other one hears what was sent and what kind of
 // work it is; the sender's listeners are woken once, when it sends, not again by its own
 // notification; an installation in another schema hears nothing; and a signal closed before its
 // debounce ran out still sends.
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WorkSignal, type WakeKind } from '../../src/delivery/work-signal.js';
+import { WorkSignal, type WakeKind } from '../../src/store/work-signal.js';
 import { eventually } from '../helpers/receiver.js';
 import {
   STORE_KINDS,

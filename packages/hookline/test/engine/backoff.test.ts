@@ -1,7 +1,7 @@
 // The retry schedule as a table (docs/contract.md §6): exponential, capped, ±25 % jitter; Retry-After honoured
 // when it asks for longer, up to a cap. Randomness is injected, so nothing here waits.
 import { describe, expect, it } from 'vitest';
-import { RETRY_AFTER_CAP_MS, backoffDelay, parseRetryAfter, retryDelay } from '../../src/delivery/backoff.js';
+import { RETRY_AFTER_CAP_MS, backoffDelay, parseRetryAfter, retryDelay } from '../../src/engine/backoff.js';
 
 const policy = { baseMs: 1000, maxMs: 30_000 };
 const low = () => 0; // jitter -25 %

@@ -1,14 +1,14 @@
 // Every operator action is recorded: who (key id and role), what, when, on what (docs/operators.md,
 // "The audit log"). An entry is written in the transaction of the action it records, so an action
 // never happens unrecorded and a recorded action never fails to happen.
-import type { Principal } from '../keys/api-keys.js';
 import { newId } from '../ids.js';
 import { isoTime } from '../pagination.js';
+import type { Role } from '../store/api-keys.js';
 import { appendAudit, type AuditEntry } from '../store/audit-log.js';
 import type { Queryable } from '../store/db.js';
 
 /** Who acted: an API key, or the `hookline` command run by someone with access to the configuration. */
-export type Actor = Pick<Principal, 'keyId' | 'role'> | { keyId: null; role: 'cli' };
+export type Actor = { keyId: string | null; role: Role } | { keyId: null; role: 'cli' };
 
 export const CLI_ACTOR: Actor = { keyId: null, role: 'cli' };
 

@@ -1,13 +1,13 @@
 // Fan-out: each message becomes one delivery per active endpoint of its tenant whose filter matches,
 // as the endpoints are at fan-out time (docs/architecture.md, "Fan-out"). Work goes in bounded
-// transactions: at most fanoutChunk() deliveries each, so no transaction holds the SQLite writer for
-// more than a few milliseconds, however many endpoints subscribe. A message with more matching
+// transactions: at most the store's fanOutChunk deliveries each (store/db.ts, Capabilities), so no
+// transaction holds SQLite's writer for more than a few milliseconds, however many endpoints subscribe. A message with more matching
 // endpoints than that is fanned out over several transactions; its `fanout_cursor` remembers the last
 // endpoint done, so a crash in between resumes where it stopped and creates nothing twice.
 import { matchesEventFilter } from '../catalogue/index.js';
 import type { Context } from '../context.js';
 import { newId } from '../ids.js';
-import type { Dialect, Queryable } from '../store/db.js';
+import type { Queryable } from '../store/db.js';
 import { insertDeliveries, type NewDelivery } from '../store/deliveries.js';
 import { listActiveEndpoints } from '../store/endpoints.js';
 import {
@@ -21,20 +21,6 @@ import {
 
 /** Messages read per transaction. */
 export const FANOUT_BATCH = 1024;
-/**
- * Deliveries written per transaction, and endpoints read per page. On SQLite every other write (an
- * emit included) waits for the transaction: with 1,000 subscribed endpoints a chunk of 256 held the
- * writer ~8 ms at the median and 24 ms at p99, a chunk of 64 ~2.6 and 5.5 ms, with the same drain
- * rate (bench/RESULTS.md). On PostgreSQL writers wait only on the rows they share: a transaction
- * holds its endpoints' queue rows from its queue update to its commit, and a claim skips a queue row
- * so held. Fewer, larger transactions leave those rows free more of the time: with chunks of 1,024
- * instead of 256, two workers drained 10,000 deliveries to one endpoint ~9 % faster, and claims
- * no longer came back empty through most of the fan-out (bench/RESULTS.md, "Session of run Q").
- */
-export function fanoutChunk(dialect: Dialect): number {
-  return dialect === 'sqlite' ? 64 : 1024;
-}
-
 export interface FanoutResult {
   messages: number;
   deliveries: number;
@@ -53,14 +39,12 @@ function filtersOf(endpoint: { id: string; events: string }): string[] {
 }
 
 export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<FanoutResult> {
-  const chunk = fanoutChunk(ctx.db.dialect);
+  const { fanOutChunk: chunk, readBeforeWrite } = ctx.db.capabilities;
   // Endpoints read per transaction, matching or not.
   const readBudget = 4 * chunk;
-  // On SQLite most messages are fanned out by their emit, and a wake-up mostly finds nothing: a read
-  // needs no write lock and no commit (WAL readers never wait), where an empty write transaction
-  // took the writer from the emits ~500 times in a 10,000-event run.
-  if (ctx.db.dialect === 'sqlite' && !(await anyAwaitingFanout(ctx.db)))
-    return { messages: 0, deliveries: 0 };
+  // Where emits fan out (SQLite) a wake-up mostly finds nothing: an empty write transaction took the
+  // writer from the emits ~500 times in a 10,000-event run.
+  if (readBeforeWrite && !(await anyAwaitingFanout(ctx.db))) return { messages: 0, deliveries: 0 };
   return ctx.db.transaction(async (tx) => {
     // No more messages than one chunk of deliveries can take: the rest would be read for nothing.
     const messages = await claimForFanout(tx, Math.min(limit, chunk));
@@ -143,20 +127,18 @@ function newDelivery(
 export const EMIT_FANOUT_ENDPOINTS = 32;
 /**
  * At most this many deliveries made by one group of emits, the rest of the group being left to the
- * workers: one worker fan-out chunk, which an emit may already have to wait for. So fanning out at
- * emit adds at most a fraction of a millisecond to a group's transaction, whatever the number of
- * endpoints (docs/contract.md §4.2: the answer's latency must not grow with them).
+ * workers: one worker fan-out chunk of the store that fans out on emit (SQLite's), which an emit may
+ * already have to wait for. So fanning out at emit adds at most a fraction of a millisecond to a
+ * group's transaction, whatever the number of endpoints (docs/contract.md §4.2: the answer's latency
+ * must not grow with them).
  */
-export const EMIT_FANOUT_BUDGET = fanoutChunk('sqlite');
+export const EMIT_FANOUT_BUDGET = 64;
 
 /**
- * Writes a group of new messages, and on SQLite fans out in the same transaction those whose tenant
- * has few endpoints (docs/architecture.md, "Fan-out"): the emit's transaction holds the writer
- * anyway, and the message row is then written once, already fanned out, instead of being read and
- * rewritten by a worker's fan-out transaction. Bounded by EMIT_FANOUT_ENDPOINTS and EMIT_FANOUT_BUDGET,
- * so an emit's transaction stays short whatever the subscriptions. On PostgreSQL every message is
- * left to the workers: there each fan-out moves the endpoints' hot queue rows, which workers update
- * up to 1,024 deliveries at a time and an API process would update per group of emits. There this is one
+ * Writes a group of new messages, and where the store fans out on emit (Capabilities.fanOutOnEmit:
+ * SQLite) fans out in the same transaction those whose tenant has few endpoints (docs/architecture.md,
+ * "Fan-out"). Bounded by EMIT_FANOUT_ENDPOINTS and EMIT_FANOUT_BUDGET, so an emit's transaction stays
+ * short whatever the subscriptions. Elsewhere every message is left to the workers, and this is one
  * statement, the messages' insert, which the emitter runs without a transaction around it
  * (events/emit.ts, isOneInsert).
  */
@@ -166,7 +148,9 @@ export async function insertAndFanOut(
   now: number,
 ): Promise<{ workForWorkers: boolean }> {
   if (messages.length === 0) return { workForWorkers: false };
-  const matched = tx.dialect === 'sqlite' ? await matchOnEmit(tx, messages) : new Map<number, string[]>();
+  const matched = tx.capabilities.fanOutOnEmit
+    ? await matchOnEmit(tx, messages)
+    : new Map<number, string[]>();
   for (const i of matched.keys()) messages[i]!.fanned_out_at = now;
   const seqs = await insertMessages(tx, messages);
   const rows: NewDelivery[] = [];

@@ -4,7 +4,7 @@
 // notification delays work, never loses it.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Db } from '../store/db.js';
+import type { Db } from './db.js';
 
 const CHANNEL = 'hookline_work';
 /** Coalesces bursts of emits into one notification. */

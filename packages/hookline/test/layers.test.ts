@@ -17,7 +17,7 @@ const FLOORS: string[][] = [
   ['context.ts'],
   ['engine'],
   ['events', 'endpoints', 'keys', 'delivery'],
-  ['admin'],
+  ['admin', 'producer'],
   ['api'],
   ['service.ts'],
   ['cli', 'index.ts'],

@@ -1,6 +1,6 @@
 // Emitting inside the identity product's own PostgreSQL transaction (docs/producers.md): the event
 // exists if and only if the product's change committed. Everything that can refuse an event —
-// validation, sealing — happens here, before the one statement (store/postgres/emit-within.ts), so
+// validation, sealing — happens here, before the one statement (store/emit-within.ts), so
 // a refused event leaves the caller's transaction as it was.
 import { randomUUID } from 'node:crypto';
 import type { TypedEvent } from '../catalogue/index.js';
@@ -15,9 +15,9 @@ import {
   type OutboxMessage,
   type OutboxOutcome,
   type SqlClient,
-} from '../store/postgres/emit-within.js';
+} from '../store/emit-within.js';
 
-export type { SqlClient } from '../store/postgres/emit-within.js';
+export type { SqlClient } from '../store/emit-within.js';
 
 export interface ProducerOptions {
   /** HOOKLINE_ENCRYPTION_KEY of the hookline installation (base64 of 32 bytes): payloads are sealed with it. */

@@ -2,7 +2,7 @@
 // timestamp, and a dead letter holding attempt 1's headers as sent. The real process, not an
 // in-process worker: on SQLite it sends from its sender thread, which cannot run the TypeScript
 // sources the in-process suites use, so this is where a worker's attempts cross to their thread and
-// their outcomes come back; on PostgreSQL it sends from its main thread (delivery/sender-thread-boot.ts).
+// their outcomes come back; on PostgreSQL it sends from its main thread (delivery/sender-thread.ts, `sendsFromThread`).
 import { verifyWebhook } from '@hookline/consumer';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, startReceiver } from '../helpers/receiver.js';

@@ -1,5 +1,5 @@
-// The one statement a producer runs inside the identity product's own transaction
-// (producer/producer.ts, docs/producers.md). It runs on the product's connection, whose search_path
+// The one statement a producer runs inside the identity product's own PostgreSQL transaction (PostgreSQL only:
+// the producer exists for that database; producer/producer.ts, docs/producers.md). It runs on the product's connection, whose search_path
 // is the product's: every name is qualified with hookline's schema.
 //
 // It writes only new rows: the messages (fanned_out_at NULL, so the workers fan them out after the
@@ -7,7 +7,7 @@
 // transactions need: no endpoint queue row, no counter, no existing tenant row. A product
 // transaction may stay open for seconds; whatever it holds until then must be its own. The ordering
 // numbers come from a sequence, whose nextval() is not transactional and takes no lasting lock.
-import { scopedChannel, WORK_CHANNEL } from './channel.js';
+import { scopedChannel, WORK_CHANNEL } from './postgres/channel.js';
 
 /** What the caller's connection must offer: pg's `query(text, values)` (a pg Client or PoolClient). */
 export interface SqlClient {

@@ -1,6 +1,7 @@
-// The one statement a producer runs inside the identity product's own PostgreSQL transaction (PostgreSQL only:
-// the producer exists for that database; producer/producer.ts, docs/producers.md). It runs on the product's connection, whose search_path
-// is the product's: every name is qualified with hookline's schema.
+// The one statement a producer runs inside the identity product's own transaction (PostgreSQL
+// only: the producer exists for that database; producer/producer.ts, docs/producers.md). It runs on
+// the product's connection, whose search_path is the product's: every name is qualified with
+// hookline's schema.
 //
 // It writes only new rows: the messages (fanned_out_at NULL, so the workers fan them out after the
 // commit) and, for a tenant never seen before, its tenant row. It takes no lock on any row other

@@ -26,23 +26,13 @@ export async function startSubscriber({ port, mode = 'ok' }) {
 }
 
 /**
- * Waits for `n` deliveries counted from `start` (epoch ms) and adds the delivery rate; gives up after
- * `stallMs` without a delivery or `budgetMs` in all (then the rate covers what arrived, `partial`).
+ * Waits for `n` deliveries counted from `start` (epoch ms) and adds the delivery rate from `start`
+ * and the time to the first delivery; gives up after `stallMs` without a delivery or `budgetMs` in
+ * all (then the rate covers what arrived, `partial`).
  */
 export async function awaitDeliveries(subscriber, n, start, { stallMs = 60_000, budgetMs = Infinity } = {}) {
   const r = await subscriber.call('waitFor', { n, stallMs, deadline: start + budgetMs });
-  // The second half's rate, once every process is past its start-up and its code warm: shown beside a
-  // drain's rate, which is timed from the spawn (bench/RESULTS.md, "Session of run P").
-  const half = Math.ceil(n / 2);
-  const halfAt = r.done && n >= 1000 ? await subscriber.call('timeOf', { k: half }) : null;
-  const secondHalfRate = halfAt !== null && r.at > halfAt ? ((n - half) * 1000) / (r.at - halfAt) : NaN;
-  return {
-    ...r,
-    ...deliveryRate(r, start),
-    start,
-    firstAfterMs: r.first === null ? NaN : r.first - start,
-    secondHalfRate,
-  };
+  return { ...r, ...deliveryRate(r, start), start, firstAfterMs: r.first === null ? NaN : r.first - start };
 }
 
 const WARM_UP_POSTS = 3000;
@@ -64,6 +54,7 @@ function main() {
   let hanging = 0;
   let lastArrival = now();
   const waiters = new Set();
+  let marks = new Set(); // delivery counts at which to tell the orchestrator (lib/window.js)
 
   const server = createServer((req, res) => {
     const chunks = [];
@@ -81,6 +72,7 @@ function main() {
       const at = now();
       lastArrival = at;
       arrivals.push(at);
+      if (marks.has(arrivals.length)) process.send({ event: 'mark', k: arrivals.length, at });
       try {
         const sentAt = JSON.parse(Buffer.concat(chunks).toString()).data?.sentAt;
         if (typeof sentAt === 'number') latencies.push(at - sentAt);
@@ -113,6 +105,7 @@ function main() {
     seen.clear();
     arrivals.clear();
     latencies.clear();
+    marks = new Set();
     total = 0;
     hanging = 0;
     lastArrival = now();
@@ -126,6 +119,10 @@ function main() {
     latency: ({ from = 1, to = arrivals.length } = {}) =>
       summarize(latencies.view().subarray(Math.max(0, from - 1), Math.min(to, latencies.length))),
     reset,
+    /** Sends {event: 'mark', k} when the k-th delivery arrives, for each k of `marks`. */
+    marks: ({ marks: ks }) => {
+      marks = new Set(ks);
+    },
     up: async () => {
       mode = 'ok';
       if (!server.listening) await listen();

@@ -1,12 +1,52 @@
 // hookline benchmarks: `npm run bench [-- --quick] [--only a,b] [--repeat N] [--skip-memory] [--help]`.
 //
 // Every process — subscriber, emitters, baselines, each hookline process — is a separate child; hookline
-// is driven only through its CLI, HOOKLINE_* variables and HTTP API. One table on stdout (progress on
+// is driven only through its CLI, HOOKLINE_* variables and HTTP API. Tables on stdout (progress on
 // stderr), every figure measured in this run with its ratio beside it; also written to
-// bench/last-run.md with the machine it ran on. The subscriber answers 3,000 POSTs of its own before
-// each case uses it, as a long-running receiver would be warm (lib/subscriber.js). Cases (for --only, by name or prefix):
+// bench/last-run.md with the machine it ran on. Cases (for --only, by name or prefix):
 //   ceiling  bullmq  graphile  drain-sqlite  drain-pg  e2e-sqlite  e2e-pg  ingest  ingest-half
 //   backlog  isolation  fanout  memory  ordering  rate-limit
+//
+// THE STEADY TABLE (every drain and end-to-end case, and the ceiling; lib/window.js)
+// A run is `deliveries` deliveries (40,000; 5,000 with --quick) at one subscriber, which counts each
+// (path, hook-id) once. Figures are taken between the 20 % and 90 % marks of that count, so neither the
+// start (cold code, connections opening, the first claims) nor the tail (workers running dry) is in them.
+//   - drain: the backlog is queued first (hookline through `serve --no-worker`, then stopped; the
+//     baselines through their bulk add), then the worker process(es) start. On PostgreSQL hookline's
+//     workers also fan the events out, so that work is in the window.
+//   - end to end: the workers run first, then an emitter (32 POST /v1/events in flight; for a baseline
+//     its producer's add()/addJob()) runs until the 90 % mark; if emits outrun deliveries the backlog
+//     grows meanwhile, as it would in production.
+//   - ceiling: an undici Pool posting pre-signed requests, no queue: what the box allows at all.
+// Columns:
+//   deliveries/s    deliveries between the marks ÷ the time between them (the subscriber's own stamps).
+//   × ceiling, × baseline   ratios of that rate to the ceiling's and to BullMQ's (SQLite cases) or
+//                   graphile-worker's (PostgreSQL cases) same kind of run (drain or end to end).
+//   first delivery  drains only: from the worker process's spawn to the first delivery — start-up, its
+//                   own figure, in no rate.
+//   queue µs        CPU (user + system, all threads; /proc/<pid>/stat, CLK_TCK ticks) per delivery in the
+//                   window of the queue's processes: hookline's API and workers; a baseline's worker and,
+//                   end to end, its producer (which does the inserts hookline's API does); the ceiling's
+//                   sender.
+//   db µs           PostgreSQL: the backends serving the case's connections (pg_stat_activity rows with
+//                   the case's application_name); BullMQ: redis-server. SQLite is inside hookline.
+//   subscriber µs, emitter µs   the same for the subscriber and the HTTP emitter (hookline end to end).
+//   total µs        the sum of those four; total × baseline is its ratio to the baseline's total.
+//   WAL B           pg_current_wal_lsn() advance per delivery over the window: the whole server's WAL,
+//                   so it is only this case's on an otherwise idle database.
+//   note            the window's size; "all postgres processes" = CPU of every postgres process per
+//                   delivery (backends, WAL writer, checkpointer, autovacuum), again the whole server.
+// Processes are read at both marks and every 250 ms between them, so one that ends in the window (a
+// pooled connection closed) counts up to its last reading, one born in it from zero.
+// With --repeat N every figure is the median of its N rounds and every ratio a ratio of medians; the
+// note then shows the rate's range.
+//
+// THE OTHER TABLE: end-to-end emit rates and latencies (the same runs), ingest (closed-loop emitter,
+// warm-up left out), emit latency at half ingest, backlog independence (a window of 800 deliveries
+// after a rate limit is lifted), isolation and ordering (steady windows of smaller drains, rate only),
+// fan-out (emit p99 at 50/s), memory (peak RSS with a large backlog; drain time from the subscriber's
+// start), rate limit (rate between the 100th delivery and the last).
+//
 // BENCH_CPU_PROF=<dir> writes a CPU profile of every hookline process into <dir> (node --cpu-prof).
 // BENCH_NODE_ARGS="--flag …" starts every hookline process with those Node or V8 flags (A/B trials).
 import { execSync } from 'node:child_process';
@@ -341,7 +381,10 @@ async function main() {
         '  --only a,b     cases by name, or by a prefix of several (drain = drain-sqlite + drain-pg)',
         '  --repeat N     N rounds; each figure is the median of its N',
         '  --skip-memory  leaves out the memory case (1,000,000 pending deliveries)',
-        `cases: ${CASES.map((c) => c.name).join(' ')}`,
+        'Drain and end-to-end figures are taken between the 20 % and 90 % marks of the deliveries;',
+        'the top of bench/run.js says what every column means.',
+        'cases:',
+        ...CASES.map((c) => `  ${c.name.padEnd(14)}${c.about}`),
         '',
       ].join('\n'),
     );

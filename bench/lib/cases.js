@@ -113,9 +113,7 @@ function steadyMetrics(p, r) {
 /** The note of a steady run: the window's size, or the shortfall of a run that did not reach it. */
 function steadyNote(ctx, r) {
   if (!r.done) return shortfall(ctx, r, r.to);
-  return [`${fmt(r.n)} deliveries in ${fmt(r.seconds, 1)} s`, shortfall(ctx, r, r.to)]
-    .filter(Boolean)
-    .join('; ');
+  return [`window of ${fmt(r.n)} deliveries`, shortfall(ctx, r, r.to)].filter(Boolean).join('; ');
 }
 
 /**

@@ -8,9 +8,10 @@
 //
 // It stands for a subscriber's long-running server, so it starts warm: before it reports ready it
 // answers WARM_UP_POSTS signed POSTs of its own, which are then forgotten. Started cold, its first
-// ~2,000 requests ran at a fraction of the warm rate while V8 compiled its code, and every drain
-// timed from a worker's spawn (hookline's, BullMQ's, graphile-worker's) paid for that, but not the
-// ceiling, which is taken after warm-up requests (bench/RESULTS.md, "Session of run U").
+// ~2,000 requests ran at a fraction of the warm rate while V8 compiled its code. A steady window
+// (lib/window.js) leaves that out anyway; the time to the first delivery and the small runs
+// (backlog, rate limit, memory) would still pay for it. Each case starts one subscriber and
+// `reset`s it between its runs.
 import { createServer } from 'node:http';
 import { Pool } from 'undici';
 import { postAll, signedPosts } from './payload.js';
@@ -35,7 +36,7 @@ export async function awaitDeliveries(subscriber, n, start, { stallMs = 60_000, 
   return { ...r, ...deliveryRate(r, start), start, firstAfterMs: r.first === null ? NaN : r.first - start };
 }
 
-const WARM_UP_POSTS = 3000;
+const WARM_UP_POSTS = 2000;
 
 /** Sends `count` signed ~1 KiB POSTs, 64 at a time, to this process's own server at `origin`. */
 async function warmUp(origin, count) {

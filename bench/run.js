@@ -159,6 +159,8 @@ function buildSteadyTable(results, notes, ran) {
   for (const r of steadyRows()) {
     if (!ran.has(r.c)) continue;
     const v = (k) => results[`${r.p}.${k}`];
+    // A run the case leaves out (--quick: end to end with 10 endpoints) has neither figures nor note.
+    if (!Number.isFinite(v('rate')) && !notes[`${r.p}.rate`]) continue;
     const us = (k) => fmt(v(`cpu.${k}`));
     const dbServer = v('cpu.dbServer');
     const note = [
@@ -302,6 +304,7 @@ function buildTable(spec, results, notes, ran) {
     }
     if (!ran.has(row.c)) continue;
     const keys = [row.key].flat();
+    if (keys.every((k) => !Number.isFinite(results[k]) && !notes[k])) continue; // not run (see above)
     const d = row.decimals ?? 0;
     const value =
       keys.map((k) => fmt(results[k], d)).join(' / ') +

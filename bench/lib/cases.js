@@ -112,6 +112,8 @@ function steadyMetrics(p, r) {
 
 /** The note of a steady run: the window's size, or the shortfall of a run that did not reach it. */
 function steadyNote(ctx, r) {
+  if (!r.done && Number.isFinite(r.rate))
+    return `cut short: window of ${fmt(r.n)} deliveries, from the 20 % mark to the time budget's end`;
   if (!r.done) return shortfall(ctx, r, r.to);
   return [`window of ${fmt(r.n)} deliveries`, shortfall(ctx, r, r.to)].filter(Boolean).join('; ');
 }

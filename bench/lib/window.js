@@ -126,35 +126,50 @@ export async function watchWindow(subscriber, total, { groups, db = null }) {
   });
   await subscriber.call('marks', { marks: [from, to] });
 
+  /** The figures from the first mark to the `end`-th delivery, whose sample is in `samples`. */
+  async function figures(end) {
+    const [a, b] = await Promise.all([samples.get(from), samples.get(end)]);
+    const [tFrom, tTo] = await Promise.all([
+      subscriber.call('timeOf', { k: from }),
+      subscriber.call('timeOf', { k: end }),
+    ]);
+    const n = end - from;
+    const cpu = {};
+    for (const [name, m] of Object.entries(last)) {
+      let ticks = 0;
+      for (const [pid, t] of m) {
+        const before = a.cpu[name]?.get(pid);
+        ticks += t - (Number.isFinite(before) ? before : 0);
+      }
+      cpu[name] = (ticks * 1e6) / CLK_TCK / n;
+    }
+    const latency = await subscriber.call('latency', { from, to: end });
+    return {
+      n,
+      rate: (n * 1000) / (tTo - tFrom),
+      seconds: (tTo - tFrom) / 1000,
+      cpu,
+      wal: (b.wal - a.wal) / n,
+      latency,
+    };
+  }
+
   return {
     from,
     to,
     /** The window's figures; call once the subscriber has counted `to` deliveries. */
-    async result() {
-      const [a, b] = await Promise.all([samples.get(from), samples.get(to)]);
-      const [tFrom, tTo] = await Promise.all([
-        subscriber.call('timeOf', { k: from }),
-        subscriber.call('timeOf', { k: to }),
-      ]);
-      const n = to - from;
-      const cpu = {};
-      for (const [name, m] of Object.entries(last)) {
-        let ticks = 0;
-        for (const [pid, t] of m) {
-          const before = a.cpu[name]?.get(pid);
-          ticks += t - (Number.isFinite(before) ? before : 0);
-        }
-        cpu[name] = (ticks * 1e6) / CLK_TCK / n;
-      }
-      const latency = await subscriber.call('latency', { from, to });
-      return {
-        n,
-        rate: (n * 1000) / (tTo - tFrom),
-        seconds: (tTo - tFrom) / 1000,
-        cpu,
-        wal: (b.wal - a.wal) / n,
-        latency,
-      };
+    result: () => figures(to),
+    /**
+     * For a run that did not reach the last mark in its time budget: the figures from the first mark
+     * to now (null if the first mark was not reached either).
+     */
+    async cut() {
+      if (!samples.has(from)) return null;
+      clearInterval(poller);
+      const { count } = await subscriber.call('stats');
+      if (count <= from) return null;
+      samples.set(count, sample().then(remember));
+      return figures(count);
     },
     async close() {
       off();
@@ -176,8 +191,10 @@ export async function measureSteady(subscriber, total, { groups, db, limits }, b
   try {
     const { start, finish } = await begin();
     const r = await awaitDeliveries(subscriber, w.to, start, limits);
+    // A run cut short by its time budget is measured from the first mark to now (before `finish`).
+    const cut = r.reason === 'deadline' ? await w.cut() : null;
     const extra = finish ? await finish() : {};
-    const window = r.done ? await w.result() : { rate: NaN, cpu: {}, wal: NaN };
+    const window = r.done ? await w.result() : (cut ?? { rate: NaN, cpu: {}, wal: NaN });
     return { ...r, ...window, firstMs: r.firstAfterMs, extra, total, to: w.to };
   } finally {
     await w.close();

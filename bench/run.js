@@ -8,7 +8,7 @@
 //   backlog  isolation  fanout  memory  ordering  rate-limit
 //
 // THE STEADY TABLE (every drain and end-to-end case, and the ceiling; lib/window.js)
-// A run is `deliveries` deliveries (40,000; 5,000 with --quick) at one subscriber, which counts each
+// A run is `deliveries` deliveries (40,000; 4,000 with --quick) at one subscriber, which counts each
 // (path, hook-id) once. Figures are taken between the 20 % and 90 % marks of that count, so neither the
 // start (cold code, connections opening, the first claims) nor the tail (workers running dry) is in them.
 //   - drain: the backlog is queued first (hookline through `serve --no-worker`, then stopped; the

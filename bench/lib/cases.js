@@ -20,7 +20,7 @@ import { measureSteady } from './window.js';
 export function scale(quick) {
   return quick
     ? {
-        deliveries: 5000,
+        deliveries: 4000,
         sideDeliveries: 2000,
         ingestMs: 1500,
         pacedMs: 1500,
@@ -34,7 +34,7 @@ export function scale(quick) {
         stallMs: 20_000,
         graceMs: 3000,
         oneKeyDeliveries: 500,
-        rateLimitDeliveries: 600,
+        rateLimitDeliveries: 400,
       }
     : {
         deliveries: 40_000,

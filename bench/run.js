@@ -1,12 +1,52 @@
 // hookline benchmarks: `npm run bench [-- --quick] [--only a,b] [--repeat N] [--skip-memory] [--help]`.
 //
 // Every process — subscriber, emitters, baselines, each hookline process — is a separate child; hookline
-// is driven only through its CLI, HOOKLINE_* variables and HTTP API. One table on stdout (progress on
+// is driven only through its CLI, HOOKLINE_* variables and HTTP API. Tables on stdout (progress on
 // stderr), every figure measured in this run with its ratio beside it; also written to
-// bench/last-run.md with the machine it ran on. The subscriber answers 3,000 POSTs of its own before
-// each case uses it, as a long-running receiver would be warm (lib/subscriber.js). Cases (for --only, by name or prefix):
+// bench/last-run.md with the machine it ran on. Cases (for --only, by name or prefix):
 //   ceiling  bullmq  graphile  drain-sqlite  drain-pg  e2e-sqlite  e2e-pg  ingest  ingest-half
 //   backlog  isolation  fanout  memory  ordering  rate-limit
+//
+// THE STEADY TABLE (every drain and end-to-end case, and the ceiling; lib/window.js)
+// A run is `deliveries` deliveries (40,000; 4,000 with --quick) at one subscriber, which counts each
+// (path, hook-id) once. Figures are taken between the 20 % and 90 % marks of that count, so neither the
+// start (cold code, connections opening, the first claims) nor the tail (workers running dry) is in them.
+//   - drain: the backlog is queued first (hookline through `serve --no-worker`, then stopped; the
+//     baselines through their bulk add), then the worker process(es) start. On PostgreSQL hookline's
+//     workers also fan the events out, so that work is in the window.
+//   - end to end: the workers run first, then an emitter (32 POST /v1/events in flight; for a baseline
+//     its producer's add()/addJob()) runs until the 90 % mark; if emits outrun deliveries the backlog
+//     grows meanwhile, as it would in production.
+//   - ceiling: an undici Pool posting pre-signed requests, no queue: what the box allows at all.
+// Columns:
+//   deliveries/s    deliveries between the marks ÷ the time between them (the subscriber's own stamps).
+//   × ceiling, × baseline   ratios of that rate to the ceiling's and to BullMQ's (SQLite cases) or
+//                   graphile-worker's (PostgreSQL cases) same kind of run (drain or end to end).
+//   first delivery  drains only: from the worker process's spawn to the first delivery — start-up, its
+//                   own figure, in no rate.
+//   queue µs        CPU (user + system, all threads; /proc/<pid>/stat, CLK_TCK ticks) per delivery in the
+//                   window of the queue's processes: hookline's API and workers; a baseline's worker and,
+//                   end to end, its producer (which does the inserts hookline's API does); the ceiling's
+//                   sender.
+//   db µs           PostgreSQL: the backends serving the case's connections (pg_stat_activity rows with
+//                   the case's application_name); BullMQ: redis-server. SQLite is inside hookline.
+//   subscriber µs, emitter µs   the same for the subscriber and the HTTP emitter (hookline end to end).
+//   total µs        the sum of those four; total × baseline is its ratio to the baseline's total.
+//   WAL B           pg_current_wal_lsn() advance per delivery over the window: the whole server's WAL,
+//                   so it is only this case's on an otherwise idle database.
+//   note            the window's size; "all postgres processes" = CPU of every postgres process per
+//                   delivery (backends, WAL writer, checkpointer, autovacuum), again the whole server.
+// Processes are read at both marks and every 250 ms between them, so one that ends in the window (a
+// pooled connection closed) counts up to its last reading, one born in it from zero.
+// With --repeat N every figure is the median of its N rounds and every ratio a ratio of medians; the
+// note then shows the rate's range.
+//
+// THE OTHER TABLE: end-to-end emit rates and latencies (the same runs), ingest (closed-loop emitter,
+// warm-up left out), emit latency at half ingest, backlog independence (a window of 800 deliveries
+// after a rate limit is lifted), isolation and ordering (steady windows of smaller drains, rate only),
+// fan-out (emit p99 at 50/s), memory (peak RSS with a large backlog; drain time from the subscriber's
+// start), rate limit (rate between the 100th delivery and the last).
+//
 // BENCH_CPU_PROF=<dir> writes a CPU profile of every hookline process into <dir> (node --cpu-prof).
 // BENCH_NODE_ARGS="--flag …" starts every hookline process with those Node or V8 flags (A/B trials).
 import { execSync } from 'node:child_process';
@@ -16,6 +56,7 @@ import { fileURLToPath } from 'node:url';
 import { ensureBenchDeps } from './lib/bench-deps.js';
 import { cleanupAll, installExitHandlers, killAll } from './lib/processes.js';
 import { fmt, median, now } from './lib/stats.js';
+import { CLK_TCK } from './lib/window.js';
 
 // The baselines' packages are installed on first use (lib/bench-deps.js), before the cases load them.
 ensureBenchDeps((m) => process.stderr.write(`${m}\n`));
@@ -48,51 +89,130 @@ const vs = (of, name, target = {}) => ({ of, name, ...target });
 const row = (c, label, key, unit, more = {}) => ({ c, label, key, unit, ...more });
 const plural = (n, word) => `${n} ${word}${n > 1 ? 's' : ''}`;
 
+/**
+ * The steady table's rows: case name (for --only), label, metric prefix (lib/cases.js steadyMetrics)
+ * and the baseline it is compared with.
+ */
+function steadyRows() {
+  const s = (c, label, p, base) => ({ c, label, p, base });
+  const [bullDrain, bullE2e] = [
+    { p: 'bullmq.drain', name: 'BullMQ' },
+    { p: 'bullmq.e2e', name: 'BullMQ' },
+  ];
+  const [gwDrain, gwE2e] = [
+    { p: 'graphile.drain', name: 'graphile' },
+    { p: 'graphile.e2e', name: 'graphile' },
+  ];
+  const pg = 'PostgreSQL, 1 API + 2 workers';
+  return [
+    s('ceiling', 'ceiling: undici Pool, 64 connections, no queue', 'ceiling'),
+    s('bullmq', 'BullMQ drain (Redis, concurrency 64)', 'bullmq.drain'),
+    s('bullmq', 'BullMQ end to end (add(), 32 in flight)', 'bullmq.e2e'),
+    s('graphile', 'graphile-worker drain (64 jobs, 10 connections)', 'graphile.drain'),
+    s('graphile', 'graphile-worker end to end (addJob(), 32 in flight)', 'graphile.e2e'),
+    s('drain-sqlite', 'hookline drain, SQLite, 1 worker, 1 endpoint', 'drain.sqlite.1', bullDrain),
+    s('drain-sqlite', 'hookline drain, SQLite, 1 worker, 10 endpoints', 'drain.sqlite.10', bullDrain),
+    s('drain-pg', 'hookline drain, PostgreSQL, 2 workers, 1 endpoint', 'drain.pg.1', gwDrain),
+    s('drain-pg', 'hookline drain, PostgreSQL, 2 workers, 10 endpoints', 'drain.pg.10', gwDrain),
+    s('e2e-sqlite', 'hookline end to end, SQLite (serve), 1 endpoint', 'e2e.sqlite.1', bullE2e),
+    s('e2e-sqlite', 'hookline end to end, SQLite (serve), 10 endpoints', 'e2e.sqlite.10', bullE2e),
+    s('e2e-pg', `hookline end to end, ${pg}, 1 endpoint`, 'e2e.pg.1', gwE2e),
+    s('e2e-pg', `hookline end to end, ${pg}, 10 endpoints`, 'e2e.pg.10', gwE2e),
+  ];
+}
+
+/** Renders rows of cells as a Markdown table; columns in `right` are aligned right. */
+function markdown(out, right) {
+  const widths = out[0].map((_, i) => Math.max(...out.map((r) => r[i].length)));
+  const line = (r) =>
+    `| ${r.map((c, i) => (right.has(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join(' | ')} |`;
+  return [
+    line(out[0]),
+    `|${widths.map((w, i) => (right.has(i) ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|')}|`,
+    ...out.slice(1).map(line),
+  ].join('\n');
+}
+
+/** The steady table: one row per drain/end-to-end case, its figures side by side (see the top). */
+function buildSteadyTable(results, notes, ran) {
+  const out = [
+    [
+      'case',
+      'deliveries/s',
+      '× ceiling',
+      '× baseline',
+      'first delivery',
+      'queue µs',
+      'db µs',
+      'subscriber µs',
+      'emitter µs',
+      'total µs',
+      'total × baseline',
+      'WAL B',
+      'note',
+    ],
+  ];
+  const ratio = (a, b, name) => {
+    const r = a / b;
+    return Number.isFinite(r) ? `${fmt(r, 2)}× ${name}` : '';
+  };
+  for (const r of steadyRows()) {
+    if (!ran.has(r.c)) continue;
+    const v = (k) => results[`${r.p}.${k}`];
+    // A run the case leaves out (--quick: end to end with 10 endpoints) has neither figures nor note.
+    if (!Number.isFinite(v('rate')) && !notes[`${r.p}.rate`]) continue;
+    const us = (k) => fmt(v(`cpu.${k}`));
+    const dbServer = v('cpu.dbServer');
+    const note = [
+      notes[`${r.p}.rate`],
+      Number.isFinite(dbServer) ? `all postgres processes ${fmt(dbServer)} µs` : '',
+    ]
+      .filter(Boolean)
+      .join('; ');
+    out.push([
+      r.label,
+      fmt(v('rate')),
+      r.p === 'ceiling' ? '' : ratio(v('rate'), results['ceiling.rate'], 'ceiling'),
+      r.base ? ratio(v('rate'), results[`${r.base.p}.rate`], r.base.name) : '',
+      Number.isFinite(v('first')) && r.p.includes('drain') ? `${fmt(v('first') / 1000, 2)} s` : '',
+      us('queue'),
+      us('db'),
+      us('subscriber'),
+      us('emitter'),
+      us('total'),
+      r.base ? ratio(v('cpu.total'), results[`${r.base.p}.cpu.total`], r.base.name) : '',
+      fmt(v('wal')),
+      note,
+    ]);
+  }
+  return out.length > 1 ? markdown(out, new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])) : '';
+}
+
 function rows(s) {
   const ceiling = vs('ceiling.rate', 'ceiling');
-  const e2e = (kind, store, n, deliveryRatios) => {
+  const e2e = (kind, store, n) => {
     const [p, c, what] = [`e2e.${kind}.${n}`, `e2e-${kind}`, `${store}, ${plural(n, 'endpoint')}`];
     return [
-      row(c, `${what}: deliveries/s`, `${p}.rate`, '/s', { ratios: deliveryRatios }),
-      row(c, `${what}: ingest/s`, `${p}.ingest`, '/s'),
+      row(c, `${what}: emits/s (32 in flight)`, `${p}.ingest`, '/s'),
       row(c, `${what}: emit p50 / p99`, [`${p}.emitP50`, `${p}.emitP99`], 'ms', { decimals: 1 }),
-      row(c, `${what}: emit→delivery p50 / p99`, [`${p}.latP50`, `${p}.latP99`], 'ms'),
+      row(c, `${what}: emit→delivery p50 / p99 in the window`, [`${p}.latP50`, `${p}.latP99`], 'ms'),
       row(c, `${what}: peak RSS of hookline processes`, `${p}.rss`, 'MB'),
     ];
   };
   const baseline = (c, name, add) => [
-    row(c, `${name} drain`, `${c}.drain`, '/s', { ratios: [ceiling] }),
-    row(c, `${name} end to end: deliveries/s`, `${c}.e2e`, '/s', { ratios: [ceiling] }),
-    row(c, `${name} end to end: ${add}/s, 32 in flight`, `${c}.ingest`, '/s'),
-    row(c, `${name} emit→delivery p50 / p99`, [`${c}.latP50`, `${c}.latP99`], 'ms'),
-  ];
-  const sqliteDrain = [
-    vs('ceiling.rate', 'ceiling', { min: 0.5 }),
-    vs('bullmq.drain', 'BullMQ drain', { min: 2 }),
-  ];
-  const pgDrain = [
-    vs('ceiling.rate', 'ceiling', { min: 0.35 }),
-    vs('graphile.drain', 'graphile drain', { min: 2 }),
+    row(c, `${name}: ${add}/s, 32 in flight`, `${c}.ingest`, '/s'),
+    row(c, `${name}: emit→delivery p50 / p99 in the window`, [`${c}.e2e.latP50`, `${c}.e2e.latP99`], 'ms'),
   ];
   const pgE2e = 'PostgreSQL 1 API + 2 workers';
   const memory = `worker peak RSS with ${fmt(s.memoryEvents * 10)} deliveries pending`;
   return [
-    { section: 'Baselines (same subscriber, same signed ~1 KiB POST)' },
-    row('ceiling', 'ceiling: undici Pool, 64 connections, no queue', 'ceiling.rate', '/s'),
-    ...baseline('bullmq', 'BullMQ (Redis, concurrency 64)', 'add()'),
-    ...baseline('graphile', 'graphile-worker (64 jobs, 10 connections)', 'addJob()'),
-    {
-      section: `hookline drain (${fmt(s.deliveries)} deliveries queued via serve --no-worker; from worker spawn)`,
-    },
-    row('drain-sqlite', 'SQLite, 1 worker, 1 endpoint', 'drain.sqlite.1', '/s', { ratios: sqliteDrain }),
-    row('drain-sqlite', 'SQLite, 1 worker, 10 endpoints', 'drain.sqlite.10', '/s', { ratios: sqliteDrain }),
-    row('drain-pg', 'PostgreSQL, 2 workers, 1 endpoint', 'drain.pg.1', '/s', { ratios: pgDrain }),
-    row('drain-pg', 'PostgreSQL, 2 workers, 10 endpoints', 'drain.pg.10', '/s', { ratios: pgDrain }),
-    { section: `hookline end to end (emitter 32 in flight, ${fmt(s.deliveries)} deliveries)` },
-    ...e2e('sqlite', 'embedded SQLite', 1, [ceiling, vs('bullmq.e2e', 'BullMQ e2e', { min: 1 })]),
-    ...e2e('sqlite', 'embedded SQLite', 10, [ceiling]),
-    ...e2e('pg', pgE2e, 1, [ceiling, vs('graphile.e2e', 'graphile e2e')]),
-    ...e2e('pg', pgE2e, 10, [ceiling]),
+    { section: 'End to end: the emitter and latency (the same runs as the steady table)' },
+    ...baseline('bullmq', 'BullMQ', 'add()'),
+    ...baseline('graphile', 'graphile-worker', 'addJob()'),
+    ...e2e('sqlite', 'embedded SQLite', 1),
+    ...e2e('sqlite', 'embedded SQLite', 10),
+    ...e2e('pg', pgE2e, 1),
+    ...e2e('pg', pgE2e, 10),
     { section: 'Ingest (POST /v1/events, 32 in flight, no endpoint)' },
     row('ingest', 'no-op Fastify route', 'ingest.fastify', '/s'),
     row('ingest', 'hookline SQLite (serve)', 'ingest.sqlite', '/s', {
@@ -184,6 +304,7 @@ function buildTable(spec, results, notes, ran) {
     }
     if (!ran.has(row.c)) continue;
     const keys = [row.key].flat();
+    if (keys.every((k) => !Number.isFinite(results[k]) && !notes[k])) continue; // not run (see above)
     const d = row.decimals ?? 0;
     const value =
       keys.map((k) => fmt(results[k], d)).join(' / ') +
@@ -225,14 +346,7 @@ function buildTable(spec, results, notes, ran) {
     if (lines.length === 0) lines.push(['', '', '']);
     lines.forEach((l, i) => out.push(i === 0 ? [row.label, value, ...l, note] : ['', '', ...l, '']));
   }
-  const widths = out[0].map((_, i) => Math.max(...out.map((r) => r[i].length)));
-  const line = (r) =>
-    `| ${r.map((c, i) => (i === 1 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join(' | ')} |`;
-  return [
-    line(out[0]),
-    `|${widths.map((w, i) => (i === 1 ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|')}|`,
-    ...out.slice(1).map(line),
-  ].join('\n');
+  return out.length > 1 ? markdown(out, new Set([1])) : '';
 }
 
 // ---- running --------------------------------------------------------------------------------------
@@ -270,7 +384,10 @@ async function main() {
         '  --only a,b     cases by name, or by a prefix of several (drain = drain-sqlite + drain-pg)',
         '  --repeat N     N rounds; each figure is the median of its N',
         '  --skip-memory  leaves out the memory case (1,000,000 pending deliveries)',
-        `cases: ${CASES.map((c) => c.name).join(' ')}`,
+        'Drain and end-to-end figures are taken between the 20 % and 90 % marks of the deliveries;',
+        'the top of bench/run.js says what every column means.',
+        'cases:',
+        ...CASES.map((c) => `  ${c.name.padEnd(14)}${c.about}`),
         '',
       ].join('\n'),
     );
@@ -326,7 +443,7 @@ async function main() {
   const noteText = Object.fromEntries(Object.entries(notes).map(([k, v]) => [k, [...v].join(' / ')]));
   const spec = rows(s);
   // With --repeat, the spread of each row's main figure goes beside its notes.
-  for (const row of spec.filter((r) => r.key)) {
+  for (const row of [...spec.filter((r) => r.key), ...steadyRows().map((r) => ({ key: `${r.p}.rate` }))]) {
     const k = [row.key].flat()[0];
     const v = (samples[k] ?? []).filter(Number.isFinite);
     if (v.length > 1) {
@@ -336,17 +453,22 @@ async function main() {
   }
   // A failed case's note goes on its first row.
   for (const c of selected) {
-    const first = spec.find((r) => r.c === c.name);
+    const first =
+      steadyRows()
+        .filter((r) => r.c === c.name)
+        .map((r) => ({ key: `${r.p}.rate` }))[0] ?? spec.find((r) => r.c === c.name);
     const failure = noteText[`case.${c.name}`];
     if (first && failure) {
       const k = [first.key].flat()[0];
       noteText[k] = [noteText[k], failure].filter(Boolean).join('; ');
     }
   }
-  const table = buildTable(spec, results, noteText, ran);
+  const table = [buildSteadyTable(results, noteText, ran), buildTable(spec, results, noteText, ran)]
+    .filter(Boolean)
+    .join('\n\n');
   const repeat = args.repeat > 1 ? `, medians of ${args.repeat} runs` : '';
   const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
-  const header = `hookline bench${args.quick ? ' --quick' : ''}: ${fmt(s.deliveries)} deliveries per drain/e2e case${repeat}; took ${fmt((now() - started) / 1000)} s`;
+  const header = `hookline bench${args.quick ? ' --quick' : ''}: steady window = deliveries ${fmt(Math.ceil(s.deliveries * 0.2))}–${fmt(Math.floor(s.deliveries * 0.9))} of ${fmt(s.deliveries)} per drain/e2e case${repeat}; CPU in µs per delivery (CLK_TCK ${CLK_TCK}); took ${fmt((now() - started) / 1000)} s`;
   process.stdout.write(`\n${header}\n\n${table}\n`);
   const md = [
     '# hookline bench: last run',
@@ -359,9 +481,9 @@ async function main() {
     table,
     '',
     'Rates are deliveries (or emits) per second; ratios divide by the figure named beside them, measured in',
-    'the same run. Drains are timed from the spawn of the worker process(es) to the last delivery; end to end',
-    'from the first emit to the last delivery. A "partial" note means the time budget ran out and the rate',
-    'covers what was delivered by then.',
+    'the same run (medians of the rounds). Drain and end-to-end rates, CPU and WAL are taken between the 20 %',
+    'and 90 % marks of the deliveries; "first delivery" is from the spawn of the worker process(es). See the',
+    'top of bench/run.js for what each column counts.',
     '',
   ].join('\n');
   writeFileSync(fileURLToPath(new URL('./last-run.md', import.meta.url)), md);

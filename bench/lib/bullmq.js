@@ -7,9 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { importBenchDep } from './bench-deps.js';
 import { Pool } from 'undici';
 import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
-import { awaitDeliveries } from './subscriber.js';
 import { deliveryBody, eventData, newSecret, signedHeaders } from './payload.js';
 import { now, streamAdds } from './stats.js';
+import { measureSteady } from './window.js';
 
 const { Queue, Worker } = await importBenchDep('bullmq');
 
@@ -34,7 +34,7 @@ async function withQueue(fn) {
     return w;
   };
   try {
-    return await fn({ producer, startWorker });
+    return await fn({ producer, startWorker, workers });
   } finally {
     for (const w of workers) w.kill('SIGKILL');
     await producer.call('obliterate').catch(() => {});
@@ -42,31 +42,46 @@ async function withQueue(fn) {
   }
 }
 
-/** Drain: `total` jobs queued first, then the worker process starts; rate from its spawn to the last delivery. */
+/**
+ * Drain: `total` jobs queued first, then the worker process starts; steady window of the deliveries
+ * (lib/window.js) with the worker's and Redis's CPU.
+ */
 export function drain({ subscriber, total, limits }) {
-  return withQueue(async ({ producer, startWorker }) => {
+  return withQueue(async ({ producer, startWorker, workers }) => {
     await producer.call('fill', { url: subscriber.url('/hook/0'), total });
-    const start = now();
-    await startWorker();
-    return awaitDeliveries(subscriber, total, start, limits);
+    const groups = { queue: () => workers.map((w) => w.pid) };
+    return measureSteady(subscriber, total, { groups, db: { kind: 'redis' }, limits }, async () => {
+      const start = now();
+      await startWorker();
+      return { start };
+    });
   });
 }
 
-/** End to end: worker running, then `total` jobs added with 32 in flight while it delivers. */
+/**
+ * End to end: worker running, then jobs added with 32 in flight while it delivers, until the window's
+ * last mark. The producer's CPU counts with the worker's: it does the inserts hookline's API does.
+ */
 export function endToEnd({ subscriber, total, limits }) {
   return withQueue(async ({ producer, startWorker }) => {
     const worker = await startWorker();
     await worker.waitEvent((m) => m.event === 'ready');
-    const start = now();
-    const adds = await producer.call('stream', { url: subscriber.url('/hook/0'), total, concurrency: 32 });
-    const r = await awaitDeliveries(subscriber, total, start, limits);
-    return { ...r, ingest: adds.rate, emit: adds, latency: await subscriber.call('latency') };
+    const groups = { queue: () => [worker.pid, producer.pid] };
+    return measureSteady(subscriber, total, { groups, db: { kind: 'redis' }, limits }, async () => {
+      const url = subscriber.url('/hook/0');
+      const adds = producer.call('stream', { url, total: 100 * total, concurrency: 32 });
+      return { start: now(), finish: () => producer.call('stop').then(() => adds) };
+    });
   });
 }
 
 function producerMain(name) {
   const queue = new Queue(name, { connection, defaultJobOptions: jobOptions });
+  let stopped = false;
   serveRequests({
+    stop: () => {
+      stopped = true;
+    },
     async fill({ url, total, chunk = 1000 }) {
       for (let i = 0; i < total; i += chunk) {
         const jobs = [];
@@ -77,7 +92,12 @@ function producerMain(name) {
       return { total };
     },
     stream: ({ url, total, concurrency }) =>
-      streamAdds(total, concurrency, (i, t0) => queue.add('deliver', { url, data: eventData(i, t0) })),
+      streamAdds(
+        total,
+        concurrency,
+        (i, t0) => queue.add('deliver', { url, data: eventData(i, t0) }),
+        () => stopped,
+      ),
     async obliterate() {
       await queue.obliterate({ force: true });
       await queue.close();

@@ -2,36 +2,43 @@
 // by name (the table in run.js picks them up) and short remarks keyed the same way. A case starts
 // its own processes and databases and stops/removes them before it returns.
 import * as bullmq from './bullmq.js';
-import { ceiling } from './ceiling.js';
-import { emit } from './emitter.js';
+import { ceiling, startCeiling } from './ceiling.js';
+import { emit, startEmitter } from './emitter.js';
 import { startFastifyNoop } from './fastify-noop.js';
 import * as graphile from './graphile.js';
 import { createEndpoints, createHookline, queueDepth } from './hookline.js';
 import { freePort, stop, watchMemory } from './processes.js';
 import { fmt, now, sleep } from './stats.js';
 import { awaitDeliveries, startSubscriber } from './subscriber.js';
+import { measureSteady } from './window.js';
 
-/** Counts and time limits; `--quick` scales everything down to stay within two minutes. */
+/**
+ * Counts and time limits; `--quick` scales everything down to stay within two minutes. `deliveries`
+ * is the run of every drain and end-to-end case (its steady window is the 20 %–90 % marks);
+ * `sideDeliveries` that of the isolation and ordering drains.
+ */
 export function scale(quick) {
   return quick
     ? {
-        deliveries: 3000,
+        deliveries: 4000,
+        sideDeliveries: 2000,
         ingestMs: 1500,
-        pacedMs: 2000,
-        halfWarmupMs: 2000,
-        backlog: 20_000,
-        backlogWarmup: 2000,
-        fanoutMs: 3000,
-        memoryEvents: 10_000,
-        budgetMs: 8000,
+        pacedMs: 1500,
+        halfWarmupMs: 1500,
+        backlog: 5000,
+        backlogWarmup: 1000,
+        fanoutMs: 1500,
+        memoryEvents: 2000,
+        budgetMs: 15_000,
         memoryBudgetMs: 8000,
         stallMs: 20_000,
         graceMs: 3000,
         oneKeyDeliveries: 500,
-        rateLimitDeliveries: 600,
+        rateLimitDeliveries: 400,
       }
     : {
-        deliveries: 10_000,
+        deliveries: 40_000,
+        sideDeliveries: 20_000,
         ingestMs: 5000,
         pacedMs: 5000,
         halfWarmupMs: 4000,
@@ -39,7 +46,7 @@ export function scale(quick) {
         backlogWarmup: 5000,
         fanoutMs: 10_000,
         memoryEvents: 100_000,
-        budgetMs: 30_000,
+        budgetMs: 120_000,
         memoryBudgetMs: 240_000,
         stallMs: 60_000,
         graceMs: 15_000,
@@ -77,16 +84,38 @@ function shortfall(ctx, r, total) {
   return `no progress for ${fmt(ctx.scale.stallMs / 1000)} s (${fmt(r.count)} of ${fmt(total)} delivered)`;
 }
 
+/** The database a hookline installation's steady window watches: its PostgreSQL backends, or none. */
+const dbOf = (hl) => (hl.kind === 'pg' ? { kind: 'pg', app: hl.app } : null);
+
 /**
- * For a timed drain: how long the worker took to its first delivery (start-up), the rate of the second
- * half of the deliveries (warm), and any shortfall.
+ * The figures of a steady run (lib/window.js) under prefix `p`: rate, time to the first delivery, CPU
+ * µs per delivery by column (queue processes, database, subscriber, emitter, their total; `dbServer`
+ * is every postgres process), WAL bytes per delivery, emit→delivery latency in the window.
  */
-function drainNote(ctx, r, total) {
-  const first = Number.isFinite(r.firstAfterMs)
-    ? `first delivery at +${fmt(r.firstAfterMs / 1000, 2)} s`
-    : '';
-  const warm = Number.isFinite(r.secondHalfRate) ? `second half at ${fmt(r.secondHalfRate)}/s` : '';
-  return [first, warm, shortfall(ctx, r, total)].filter(Boolean).join('; ');
+function steadyMetrics(p, r) {
+  const cpu = r.cpu ?? {};
+  const parts = [cpu.queue, cpu.db, cpu.subscriber, cpu.emitter].filter(Number.isFinite);
+  return {
+    [`${p}.rate`]: r.rate,
+    [`${p}.first`]: r.firstMs,
+    [`${p}.cpu.queue`]: cpu.queue,
+    [`${p}.cpu.db`]: cpu.db,
+    [`${p}.cpu.dbServer`]: cpu.dbServer,
+    [`${p}.cpu.subscriber`]: cpu.subscriber,
+    [`${p}.cpu.emitter`]: cpu.emitter,
+    [`${p}.cpu.total`]: Number.isFinite(r.rate) ? parts.reduce((a, b) => a + b, 0) : NaN,
+    [`${p}.wal`]: r.wal,
+    [`${p}.latP50`]: r.latency?.p50,
+    [`${p}.latP99`]: r.latency?.p99,
+  };
+}
+
+/** The note of a steady run: the window's size, or the shortfall of a run that did not reach it. */
+function steadyNote(ctx, r) {
+  if (!r.done && Number.isFinite(r.rate))
+    return `cut short: window of ${fmt(r.n)} deliveries, from the 20 % mark to the time budget's end`;
+  if (!r.done) return shortfall(ctx, r, r.to);
+  return [`window of ${fmt(r.n)} deliveries`, shortfall(ctx, r, r.to)].filter(Boolean).join('; ');
 }
 
 /**
@@ -120,42 +149,49 @@ async function emitBacklog(ctx, hl, events, { concurrency = 64, orderingKeys = 0
   ctx.log(`backlog of ${fmt(events)} events in ${fmt((now() - t0) / 1000, 1)} s`);
 }
 
-/** Drain: backlog first, then `workers` `hookline worker` processes; rate from their spawn to the last delivery. */
-async function hooklineDrain(ctx, kind, endpoints, workers) {
-  const total = ctx.scale.deliveries;
-  return withSubscribers(['ok'], (sub) =>
-    withHookline(kind, { api: 'no-worker' }, async (hl) => {
-      const urls = Array.from({ length: endpoints }, (_, i) => sub.url(`/hook/${i}`));
-      await stop(await fillBacklog(ctx, hl, urls, total / endpoints));
+/**
+ * Drain: a backlog of `total` deliveries first (the API process stopped), then `workers` `hookline
+ * worker` processes; the steady window of the deliveries, and the first one's time from their spawn.
+ */
+async function hooklineDrain(ctx, sub, kind, endpoints, workers, options = {}) {
+  const { total = ctx.scale.deliveries, fill = {} } = options;
+  await sub.call('reset');
+  return withHookline(kind, { api: 'no-worker' }, async (hl) => {
+    const urls = Array.from({ length: endpoints }, (_, i) => sub.url(`/hook/${i}`));
+    await stop(await fillBacklog(ctx, hl, urls, total / endpoints, fill));
+    const watch = { groups: { queue: hl.pids }, db: dbOf(hl), limits: limitsOf(ctx) };
+    return measureSteady(sub, total, watch, async () => {
       const start = now();
       await Promise.all(Array.from({ length: workers }, () => hl.worker()));
-      const r = await awaitDeliveries(sub, total, start, limitsOf(ctx));
-      return { rate: r.rate, note: drainNote(ctx, r, total) };
-    }),
-  );
+      return { start };
+    });
+  });
 }
 
 async function drainCase(ctx, kind, workers) {
   const metrics = {};
   const notes = {};
-  for (const endpoints of [1, 10]) {
-    ctx.log(`${kind} drain, ${endpoints} endpoint(s), ${workers} worker(s)`);
-    const r = await hooklineDrain(ctx, kind, endpoints, workers);
-    metrics[`drain.${kind}.${endpoints}`] = r.rate;
-    notes[`drain.${kind}.${endpoints}`] = r.note;
-  }
+  await withSubscribers(['ok'], async (sub) => {
+    for (const endpoints of [1, 10]) {
+      ctx.log(`${kind} drain, ${endpoints} endpoint(s), ${workers} worker(s)`);
+      const r = await hooklineDrain(ctx, sub, kind, endpoints, workers);
+      Object.assign(metrics, steadyMetrics(`drain.${kind}.${endpoints}`, r));
+      notes[`drain.${kind}.${endpoints}.rate`] = steadyNote(ctx, r);
+    }
+  });
   return { metrics, notes };
 }
 
 /**
- * End to end: events emitted over HTTP (32 in flight) while hookline delivers. Embedded (`serve`)
- * on SQLite; on PostgreSQL one `serve --no-worker` and two `worker` processes.
+ * End to end: events emitted over HTTP (32 in flight) while hookline delivers, until the window's last
+ * mark. Embedded (`serve`) on SQLite; on PostgreSQL one `serve --no-worker` and two `worker` processes.
  */
 async function e2eCase(ctx, kind) {
   const metrics = {};
   const notes = {};
   const total = ctx.scale.deliveries;
-  for (const endpoints of [1, 10]) {
+  // --quick leaves out 10 endpoints here: it checks the harness within its two minutes.
+  for (const endpoints of ctx.quick ? [1] : [1, 10]) {
     ctx.log(`${kind} end to end, ${endpoints} endpoint(s)`);
     const p = `e2e.${kind}.${endpoints}`;
     await withSubscribers(['ok'], (sub) =>
@@ -166,25 +202,26 @@ async function e2eCase(ctx, kind) {
         const urls = Array.from({ length: endpoints }, (_, i) => sub.url(`/hook/${i}`));
         await createEndpoints(api.origin, hl.tenantKey, urls);
         const memory = watchMemory([api, ...workers]);
-        const e = await emit({
-          origin: api.origin,
-          key: hl.producerKey,
-          total: total / endpoints,
-          concurrency: 32,
+        // The emitter runs until the window's last mark; the backlog grows if emits outrun deliveries.
+        let emitter;
+        const watch = {
+          groups: { queue: hl.pids, emitter: () => [emitter.pid] },
+          db: dbOf(hl),
+          limits: limitsOf(ctx),
+        };
+        const r = await measureSteady(sub, total, watch, async () => {
+          emitter = startEmitter({ origin: api.origin, key: hl.producerKey, concurrency: 32 });
+          return { start: now(), finish: () => emitter.stop().then(() => emitter.done) };
         });
-        const r = await awaitDeliveries(sub, total, e.startedAt, limitsOf(ctx));
+        const e = r.extra;
         const peaks = memory.stop();
-        const latency = await sub.call('latency');
-        Object.assign(metrics, {
+        Object.assign(metrics, steadyMetrics(p, r), {
           [`${p}.ingest`]: e.rate,
-          [`${p}.rate`]: r.rate,
           [`${p}.emitP50`]: e.p50,
           [`${p}.emitP99`]: e.p99,
-          [`${p}.latP50`]: latency.p50,
-          [`${p}.latP99`]: latency.p99,
           [`${p}.rss`]: Math.max(...peaks),
         });
-        notes[`${p}.rate`] = shortfall(ctx, r, total);
+        notes[`${p}.rate`] = steadyNote(ctx, r);
         if (e.failed) notes[`${p}.ingest`] = `${e.failed} emits failed: ${JSON.stringify(e.statuses)}`;
         if (workers.length)
           notes[`${p}.rss`] = `api ${fmt(peaks[0])} MB, workers ${peaks
@@ -204,18 +241,17 @@ async function baselineCase(ctx, name, lib) {
   await withSubscribers(['ok'], async (sub) => {
     ctx.log(`${name} drain`);
     const d = await lib.drain({ subscriber: sub, total, limits: limitsOf(ctx) });
-    metrics[`${name}.drain`] = d.rate;
-    notes[`${name}.drain`] = drainNote(ctx, d, total);
+    Object.assign(metrics, steadyMetrics(`${name}.drain`, d));
+    notes[`${name}.drain.rate`] = steadyNote(ctx, d);
     await sub.call('reset');
     ctx.log(`${name} end to end`);
     const e = await lib.endToEnd({ subscriber: sub, total, limits: limitsOf(ctx) });
-    Object.assign(metrics, {
-      [`${name}.e2e`]: e.rate,
-      [`${name}.ingest`]: e.ingest,
-      [`${name}.latP50`]: e.latency.p50,
-      [`${name}.latP99`]: e.latency.p99,
+    Object.assign(metrics, steadyMetrics(`${name}.e2e`, e), {
+      [`${name}.ingest`]: e.extra.rate,
+      [`${name}.emitP50`]: e.extra.p50,
+      [`${name}.emitP99`]: e.extra.p99,
     });
-    notes[`${name}.e2e`] = shortfall(ctx, e, total);
+    notes[`${name}.e2e.rate`] = steadyNote(ctx, e);
   });
   return { metrics, notes };
 }
@@ -380,12 +416,12 @@ async function backlogCase(ctx) {
 
 /**
  * Isolation: SQLite drain to 10 endpoints, nine on the healthy subscriber and the tenth on a second
- * one that either hangs or is healthy too; rate of the nine's deliveries from worker start.
+ * one that either hangs or is healthy too; steady rate of the nine's deliveries.
  */
 async function isolationCase(ctx) {
   const metrics = {};
   const notes = {};
-  const events = Math.round(ctx.scale.deliveries / 10);
+  const events = Math.round(ctx.scale.sideDeliveries / 10);
   for (const tenth of ['ok', 'hang']) {
     ctx.log(`isolation: tenth endpoint ${tenth === 'ok' ? 'healthy' : 'hanging'}`);
     await withSubscribers(['ok', tenth], (sub, other) =>
@@ -395,11 +431,14 @@ async function isolationCase(ctx) {
         async (hl) => {
           const urls = [...Array.from({ length: 9 }, (_, i) => sub.url(`/hook/${i}`)), other.url('/hook/9')];
           await stop(await fillBacklog(ctx, hl, urls, events));
-          const start = now();
-          await hl.worker();
-          const r = await awaitDeliveries(sub, 9 * events, start, limitsOf(ctx));
+          const watch = { groups: { queue: hl.pids }, limits: limitsOf(ctx) };
+          const r = await measureSteady(sub, 9 * events, watch, async () => {
+            const start = now();
+            await hl.worker();
+            return { start };
+          });
           metrics[`isolation.${tenth}`] = r.rate;
-          notes[`isolation.${tenth}`] = drainNote(ctx, r, 9 * events);
+          notes[`isolation.${tenth}`] = steadyNote(ctx, r);
         },
       ),
     );
@@ -505,33 +544,27 @@ async function memoryCase(ctx) {
 }
 
 /**
- * Ordered delivery (docs/delivery.md): SQLite drain to one endpoint of the same backlog unkeyed and
- * spread over 1,000 ordering keys; and with a single key, which allows one delivery per round trip,
- * beside serial POSTs (one connection, no queue): the physical bound.
+ * Ordered delivery (docs/delivery.md): steady rate of a SQLite drain to one endpoint of the same
+ * backlog unkeyed and spread over 1,000 ordering keys; and with a single key, which allows one
+ * delivery per round trip, beside serial POSTs (one connection, no queue): the physical bound.
  */
 async function orderingCase(ctx) {
   const metrics = {};
   const notes = {};
-  const total = ctx.scale.deliveries;
+  const total = ctx.scale.sideDeliveries;
   const oneKey = ctx.scale.oneKeyDeliveries;
-  for (const [name, keys, events] of [
-    ['unkeyed', 0, total],
-    ['keys1000', 1000, total],
-    ['key1', 1, oneKey],
-  ]) {
-    ctx.log(`ordering: ${fmt(events)} deliveries, ${keys ? `${fmt(keys)} key(s)` : 'unkeyed'}`);
-    await withSubscribers(['ok'], (sub) =>
-      withHookline('sqlite', { api: 'no-worker' }, async (hl) => {
-        await stop(await fillBacklog(ctx, hl, [sub.url('/hook/0')], events, { orderingKeys: keys }));
-        const start = now();
-        await hl.worker();
-        const r = await awaitDeliveries(sub, events, start, limitsOf(ctx));
-        metrics[`ordering.${name}`] = r.rate;
-        notes[`ordering.${name}`] = drainNote(ctx, r, events);
-      }),
-    );
-  }
   await withSubscribers(['ok'], async (sub) => {
+    for (const [name, keys, events] of [
+      ['unkeyed', 0, total],
+      ['keys1000', 1000, total],
+      ['key1', 1, oneKey],
+    ]) {
+      ctx.log(`ordering: ${fmt(events)} deliveries, ${keys ? `${fmt(keys)} key(s)` : 'unkeyed'}`);
+      const fill = { orderingKeys: keys };
+      const r = await hooklineDrain(ctx, sub, 'sqlite', 1, 1, { total: events, fill });
+      metrics[`ordering.${name}`] = r.rate;
+      notes[`ordering.${name}`] = steadyNote(ctx, r);
+    }
     const r = await ceiling({ url: sub.url('/hook/0'), total: oneKey, warmup: 200, connections: 1 });
     metrics['ordering.serial'] = r.rate;
   });
@@ -569,30 +602,59 @@ async function rateLimitCase(ctx) {
 export const CASES = [
   {
     name: 'ceiling',
+    about: 'undici Pool straight at the subscriber, no queue (steady)',
     run: async (ctx) => {
       const total = ctx.scale.deliveries;
       return withSubscribers(['ok'], async (sub) => {
         ctx.log('ceiling: raw undici Pool → subscriber');
-        const r = await ceiling({ url: sub.url('/hook/0'), total });
-        return {
-          metrics: { 'ceiling.rate': r.rate },
-          notes: r.failed ? { 'ceiling.rate': `${r.failed} failed` } : {},
-        };
+        let run;
+        const watch = { groups: { queue: () => [run.pid] }, limits: limitsOf(ctx) };
+        const r = await measureSteady(sub, total, watch, async () => {
+          run = startCeiling({ url: sub.url('/hook/0'), total });
+          return { start: now() };
+        });
+        const { failed } = await run.done;
+        const note = [steadyNote(ctx, r), failed ? `${failed} failed` : ''].filter(Boolean).join('; ');
+        return { metrics: steadyMetrics('ceiling', r), notes: { 'ceiling.rate': note } };
       });
     },
   },
-  { name: 'bullmq', run: (ctx) => baselineCase(ctx, 'bullmq', bullmq) },
-  { name: 'graphile', run: (ctx) => baselineCase(ctx, 'graphile', graphile) },
-  { name: 'drain-sqlite', run: (ctx) => drainCase(ctx, 'sqlite', 1) },
-  { name: 'drain-pg', run: (ctx) => drainCase(ctx, 'pg', 2) },
-  { name: 'e2e-sqlite', run: (ctx) => e2eCase(ctx, 'sqlite') },
-  { name: 'e2e-pg', run: (ctx) => e2eCase(ctx, 'pg') },
-  { name: 'ingest', run: ingestCase },
-  { name: 'ingest-half', run: ingestHalfCase },
-  { name: 'backlog', run: backlogCase },
-  { name: 'isolation', run: isolationCase },
-  { name: 'fanout', run: fanoutCase },
-  { name: 'memory', run: memoryCase },
-  { name: 'ordering', run: orderingCase },
-  { name: 'rate-limit', run: rateLimitCase },
+  {
+    name: 'bullmq',
+    about: 'BullMQ on Redis: drain and end to end (steady)',
+    run: (ctx) => baselineCase(ctx, 'bullmq', bullmq),
+  },
+  {
+    name: 'graphile',
+    about: 'graphile-worker on PostgreSQL: drain and end to end (steady)',
+    run: (ctx) => baselineCase(ctx, 'graphile', graphile),
+  },
+  {
+    name: 'drain-sqlite',
+    about: 'hookline SQLite drain, 1 worker, 1 and 10 endpoints (steady)',
+    run: (ctx) => drainCase(ctx, 'sqlite', 1),
+  },
+  {
+    name: 'drain-pg',
+    about: 'hookline PostgreSQL drain, 2 workers, 1 and 10 endpoints (steady)',
+    run: (ctx) => drainCase(ctx, 'pg', 2),
+  },
+  {
+    name: 'e2e-sqlite',
+    about: 'hookline SQLite end to end, serve + emitter (steady)',
+    run: (ctx) => e2eCase(ctx, 'sqlite'),
+  },
+  {
+    name: 'e2e-pg',
+    about: 'hookline PostgreSQL end to end, 1 API + 2 workers + emitter (steady)',
+    run: (ctx) => e2eCase(ctx, 'pg'),
+  },
+  { name: 'ingest', about: 'POST /v1/events rate: no-op Fastify, SQLite, PostgreSQL', run: ingestCase },
+  { name: 'ingest-half', about: 'emit p99 while delivering at half the ingest rate', run: ingestHalfCase },
+  { name: 'backlog', about: 'drain rate with a large backlog vs 1,000 queued', run: backlogCase },
+  { name: 'isolation', about: '9 healthy endpoints beside 1 hanging', run: isolationCase },
+  { name: 'fanout', about: 'emit p99 with 1,000 endpoints vs 1', run: fanoutCase },
+  { name: 'memory', about: 'worker RSS with a large pending backlog, then its drain', run: memoryCase },
+  { name: 'ordering', about: 'drain with 0, 1,000 and 1 ordering keys', run: orderingCase },
+  { name: 'rate-limit', about: 'rate_limit 100 across 2 PostgreSQL workers', run: rateLimitCase },
 ];

@@ -16,6 +16,16 @@ export async function ceiling({ url, total, warmup = 1000, connections = 64 }) {
   }
 }
 
+/**
+ * Starts a ceiling run of `total` POSTs without a warm-up of its own (a steady window leaves the
+ * start out); answers its `pid` and `done`, a promise of its summary.
+ */
+export function startCeiling({ url, total, connections = 64 }) {
+  const child = forkRole(import.meta.url, { url, total, warmup: 0, connections });
+  const done = child.call('run').finally(() => child.kill('SIGKILL'));
+  return { pid: child.pid, done };
+}
+
 function main() {
   const { url, total, warmup, connections } = childOptions();
   const target = new URL(url);

@@ -23,6 +23,16 @@ export async function emit(options, { onProgress } = {}) {
   }
 }
 
+/**
+ * Orchestrator side: starts an emitter and answers at once with its `pid`, `done` (a promise of its
+ * summary) and `stop()`, which ends it early (an end-to-end case emits until its window is measured).
+ */
+export function startEmitter(options) {
+  const child = forkRole(import.meta.url, options, { execArgv: ['--max-semi-space-size=64'] });
+  const done = child.call('run').finally(() => child.kill('SIGKILL'));
+  return { pid: child.pid, done, stop: () => child.call('stop').catch(() => {}) };
+}
+
 function main() {
   const o = childOptions();
   const {
@@ -58,6 +68,7 @@ function main() {
   let inFlight = 0;
   let warmupDoneAt = null;
   let lastDone = 0;
+  let stopped = false;
   const waiting = new Map(); // seq → send time of emits not answered yet
 
   async function once(seq) {
@@ -101,7 +112,7 @@ function main() {
     const start = now();
     const end = start + durationMs;
     const progress = setInterval(() => process.send({ event: 'progress', ok, failed, sent }), 1000);
-    const more = () => sent < total && now() < end;
+    const more = () => !stopped && sent < total && now() < end;
     if (rate > 0) {
       // Open loop: emit i is due at start + i/rate, whatever the answers do (bounded in-flight).
       const jobs = new Set();
@@ -150,7 +161,12 @@ function main() {
     };
   }
 
-  serveRequests({ run });
+  serveRequests({
+    run,
+    stop: () => {
+      stopped = true;
+    },
+  });
 }
 
 if (isMain(import.meta.url)) main();

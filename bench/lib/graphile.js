@@ -5,11 +5,11 @@
 // for many short jobs (local queue, batched completion). Each job signs and POSTs like hookline.
 import { Logger, makeWorkerUtils, run } from 'graphile-worker';
 import { Pool } from 'undici';
-import { PG_URL, createSchema } from './hookline.js';
+import { createSchema, pgUrlWith } from './hookline.js';
 import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
 import { deliveryBody, eventData, newSecret, signedHeaders } from './payload.js';
 import { now, streamAdds } from './stats.js';
-import { awaitDeliveries } from './subscriber.js';
+import { measureSteady } from './window.js';
 
 const CONCURRENCY = 64;
 const MAX_ATTEMPTS = 17;
@@ -17,6 +17,9 @@ const MAX_ATTEMPTS = 17;
 const logger = new Logger(() => (level, message) => {
   if (level === 'error') process.stderr.write(`graphile-worker: ${message}\n`);
 });
+
+/** The connection URL of a run: tagged with its schema as application_name (lib/window.js). */
+const connectionString = (schema) => pgUrlWith({ application_name: schema });
 
 async function withSchema(fn) {
   const { schema, drop } = await createSchema('gw_bench');
@@ -29,7 +32,7 @@ async function withSchema(fn) {
     return w;
   };
   try {
-    return await fn({ producer, startWorker });
+    return await fn({ producer, startWorker, workers, schema });
   } finally {
     for (const w of workers) w.kill('SIGKILL');
     producer.kill('SIGKILL');
@@ -38,32 +41,53 @@ async function withSchema(fn) {
   }
 }
 
-/** Drain: `total` jobs queued first, then the worker process starts; rate from its spawn to the last delivery. */
+/**
+ * Drain: `total` jobs queued first, then the worker process starts; steady window of the deliveries
+ * (lib/window.js) with the worker's CPU and that of the backends serving its connections.
+ */
 export function drain({ subscriber, total, limits }) {
-  return withSchema(async ({ producer, startWorker }) => {
+  return withSchema(async ({ producer, startWorker, workers, schema }) => {
     await producer.call('fill', { url: subscriber.url('/hook/0'), total });
-    const start = now();
-    startWorker();
-    return awaitDeliveries(subscriber, total, start, limits);
+    const groups = { queue: () => workers.map((w) => w.pid) };
+    return measureSteady(subscriber, total, { groups, db: { kind: 'pg', app: schema }, limits }, async () => {
+      const start = now();
+      startWorker();
+      return { start };
+    });
   });
 }
 
-/** End to end: worker running, then `total` jobs added with 32 in flight while it delivers. */
+/**
+ * End to end: worker running, then jobs added with 32 in flight while it delivers, until the window's
+ * last mark. The producer's CPU counts with the worker's: it does the inserts hookline's API does.
+ */
 export function endToEnd({ subscriber, total, limits }) {
-  return withSchema(async ({ producer, startWorker }) => {
-    await startWorker().waitEvent((m) => m.event === 'ready');
-    const start = now();
-    const adds = await producer.call('stream', { url: subscriber.url('/hook/0'), total, concurrency: 32 });
-    const r = await awaitDeliveries(subscriber, total, start, limits);
-    return { ...r, ingest: adds.rate, emit: adds, latency: await subscriber.call('latency') };
+  return withSchema(async ({ producer, startWorker, schema }) => {
+    const worker = startWorker();
+    await worker.waitEvent((m) => m.event === 'ready');
+    const groups = { queue: () => [worker.pid, producer.pid] };
+    return measureSteady(subscriber, total, { groups, db: { kind: 'pg', app: schema }, limits }, async () => {
+      const url = subscriber.url('/hook/0');
+      const adds = producer.call('stream', { url, total: 100 * total, concurrency: 32 });
+      return { start: now(), finish: () => producer.call('stop').then(() => adds) };
+    });
   });
 }
 
 async function producerMain(schema) {
   // One connection per add in flight (32), so adds do not queue for the pool.
-  const utils = await makeWorkerUtils({ connectionString: PG_URL, schema, logger, maxPoolSize: 34 });
+  const utils = await makeWorkerUtils({
+    connectionString: connectionString(schema),
+    schema,
+    logger,
+    maxPoolSize: 34,
+  });
   await utils.migrate();
+  let stopped = false;
   serveRequests({
+    stop: () => {
+      stopped = true;
+    },
     async fill({ url, total, chunk = 1000 }) {
       for (let i = 0; i < total; i += chunk) {
         const jobs = [];
@@ -78,8 +102,11 @@ async function producerMain(schema) {
       return { total };
     },
     stream: ({ url, total, concurrency }) =>
-      streamAdds(total, concurrency, (i, t0) =>
-        utils.addJob('deliver', { url, data: eventData(i, t0) }, { maxAttempts: MAX_ATTEMPTS }),
+      streamAdds(
+        total,
+        concurrency,
+        (i, t0) => utils.addJob('deliver', { url, data: eventData(i, t0) }, { maxAttempts: MAX_ATTEMPTS }),
+        () => stopped,
       ),
   });
   process.send({ event: 'ready' });
@@ -108,7 +135,7 @@ async function workerMain(schema) {
   };
   serveRequests({});
   await run({
-    connectionString: PG_URL,
+    connectionString: connectionString(schema),
     schema,
     concurrency: CONCURRENCY,
     maxPoolSize: 10,

@@ -6,10 +6,20 @@ import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { URLSearchParams } from 'node:url';
 import pg from 'pg';
 import { freePort, onCleanup, runHookline, spawnHookline, stop, waitHttpOk } from './processes.js';
 
 export const PG_URL = process.env.HOOKLINE_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/**
+ * PG_URL with `params` added to its query string. Cases tag their connections with
+ * `application_name` = their schema, so the backends serving them can be told apart in
+ * pg_stat_activity (lib/window.js).
+ */
+export function pgUrlWith(params) {
+  return `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}${new URLSearchParams(params)}`;
+}
 
 async function pgQuery(sql) {
   const client = new pg.Client({ connectionString: PG_URL });
@@ -100,7 +110,7 @@ async function createDatabase(kind, baseEnv) {
     return { ...template, keys: Promise.resolve(template.keys), url: `sqlite:${file}`, drop };
   }
   const { schema, drop } = await createSchema('hookline_bench');
-  const url = `${PG_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  const url = pgUrlWith({ options: `-c search_path=${schema}`, application_name: schema });
   const encryptionKey = randomBytes(32).toString('base64');
   try {
     const { keys } = await migrate({
@@ -108,7 +118,7 @@ async function createDatabase(kind, baseEnv) {
       HOOKLINE_DATABASE_URL: url,
       HOOKLINE_ENCRYPTION_KEY: encryptionKey,
     });
-    return { url, encryptionKey, drop, keys };
+    return { url, encryptionKey, drop, keys, schema };
   } catch (err) {
     await drop();
     throw err;
@@ -139,6 +149,10 @@ export async function createHookline(kind, env = {}, { api } = {}) {
   const children = [];
   const hl = {
     kind,
+    /** On PostgreSQL, the application_name of every connection of this installation. */
+    app: db.schema ?? null,
+    /** Pids of the hookline processes running now (API and workers). */
+    pids: () => children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid),
     /** `hookline serve` (or `serve --no-worker`), resolved once GET /readyz answers 200. */
     async serve({ worker = true } = {}) {
       const port = await freePort();

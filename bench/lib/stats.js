@@ -70,20 +70,20 @@ export function deliveryRate(r, start) {
 }
 
 /**
- * Runs `add(i, sentAt)` for i = 0 … total-1 with `concurrency` calls in flight: a producer adding jobs
- * while delivery runs. Answers the rate and the latency of one add.
+ * Runs `add(i, sentAt)` for i = 0 … total-1 with `concurrency` calls in flight, or until `stopped()`:
+ * a producer adding jobs while delivery runs. Answers the rate and the latency of one add.
  */
-export async function streamAdds(total, concurrency, add) {
+export async function streamAdds(total, concurrency, add, stopped = () => false) {
   const latencies = new Samples();
   let next = 0;
   const start = now();
   const loop = async () => {
-    while (next < total) {
+    while (next < total && !stopped()) {
       const t0 = now();
       await add(next++, t0);
       latencies.push(now() - t0);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, loop));
-  return { rate: (total / (now() - start)) * 1000, ...summarize(latencies.view()) };
+  return { rate: (next / (now() - start)) * 1000, ...summarize(latencies.view()) };
 }

@@ -8,9 +8,10 @@
 //
 // It stands for a subscriber's long-running server, so it starts warm: before it reports ready it
 // answers WARM_UP_POSTS signed POSTs of its own, which are then forgotten. Started cold, its first
-// ~2,000 requests ran at a fraction of the warm rate while V8 compiled its code, and every drain
-// timed from a worker's spawn (hookline's, BullMQ's, graphile-worker's) paid for that, but not the
-// ceiling, which is taken after warm-up requests (bench/RESULTS.md, "Session of run U").
+// ~2,000 requests ran at a fraction of the warm rate while V8 compiled its code. A steady window
+// (lib/window.js) leaves that out anyway; the time to the first delivery and the small runs
+// (backlog, rate limit, memory) would still pay for it. Each case starts one subscriber and
+// `reset`s it between its runs.
 import { createServer } from 'node:http';
 import { Pool } from 'undici';
 import { postAll, signedPosts } from './payload.js';
@@ -26,26 +27,16 @@ export async function startSubscriber({ port, mode = 'ok' }) {
 }
 
 /**
- * Waits for `n` deliveries counted from `start` (epoch ms) and adds the delivery rate; gives up after
- * `stallMs` without a delivery or `budgetMs` in all (then the rate covers what arrived, `partial`).
+ * Waits for `n` deliveries counted from `start` (epoch ms) and adds the delivery rate from `start`
+ * and the time to the first delivery; gives up after `stallMs` without a delivery or `budgetMs` in
+ * all (then the rate covers what arrived, `partial`).
  */
 export async function awaitDeliveries(subscriber, n, start, { stallMs = 60_000, budgetMs = Infinity } = {}) {
   const r = await subscriber.call('waitFor', { n, stallMs, deadline: start + budgetMs });
-  // The second half's rate, once every process is past its start-up and its code warm: shown beside a
-  // drain's rate, which is timed from the spawn (bench/RESULTS.md, "Session of run P").
-  const half = Math.ceil(n / 2);
-  const halfAt = r.done && n >= 1000 ? await subscriber.call('timeOf', { k: half }) : null;
-  const secondHalfRate = halfAt !== null && r.at > halfAt ? ((n - half) * 1000) / (r.at - halfAt) : NaN;
-  return {
-    ...r,
-    ...deliveryRate(r, start),
-    start,
-    firstAfterMs: r.first === null ? NaN : r.first - start,
-    secondHalfRate,
-  };
+  return { ...r, ...deliveryRate(r, start), start, firstAfterMs: r.first === null ? NaN : r.first - start };
 }
 
-const WARM_UP_POSTS = 3000;
+const WARM_UP_POSTS = 2000;
 
 /** Sends `count` signed ~1 KiB POSTs, 64 at a time, to this process's own server at `origin`. */
 async function warmUp(origin, count) {
@@ -64,6 +55,7 @@ function main() {
   let hanging = 0;
   let lastArrival = now();
   const waiters = new Set();
+  let marks = new Set(); // delivery counts at which to tell the orchestrator (lib/window.js)
 
   const server = createServer((req, res) => {
     const chunks = [];
@@ -81,6 +73,7 @@ function main() {
       const at = now();
       lastArrival = at;
       arrivals.push(at);
+      if (marks.has(arrivals.length)) process.send({ event: 'mark', k: arrivals.length, at });
       try {
         const sentAt = JSON.parse(Buffer.concat(chunks).toString()).data?.sentAt;
         if (typeof sentAt === 'number') latencies.push(at - sentAt);
@@ -113,6 +106,7 @@ function main() {
     seen.clear();
     arrivals.clear();
     latencies.clear();
+    marks = new Set();
     total = 0;
     hanging = 0;
     lastArrival = now();
@@ -126,6 +120,10 @@ function main() {
     latency: ({ from = 1, to = arrivals.length } = {}) =>
       summarize(latencies.view().subarray(Math.max(0, from - 1), Math.min(to, latencies.length))),
     reset,
+    /** Sends {event: 'mark', k} when the k-th delivery arrives, for each k of `marks`. */
+    marks: ({ marks: ks }) => {
+      marks = new Set(ks);
+    },
     up: async () => {
       mode = 'ok';
       if (!server.listening) await listen();

@@ -310,7 +310,7 @@ async function ingestHalfCase(ctx) {
       graceMs: ctx.scale.graceMs,
     });
   // The same emitter at the same rate against the no-op route: the floor that the emitter, the
-  // loopback and the two cores put under any server's p99 (bench/RESULTS.md, "Session of run Y").
+  // loopback and the two cores put under any server's p99 (bench/HISTORY.md, "Session of run Y").
   ctx.log(`emit latency at ${fmt(rate)}/s against the no-op route`);
   const noop = await startFastifyNoop({ port: await freePort() });
   let floor;
@@ -326,7 +326,7 @@ async function ingestHalfCase(ctx) {
       await createEndpoints(api.origin, hl.tenantKey, [sub.url('/hook/0')]);
       // The first seconds at this rate are a start-up: a fresh process, its code still cold, serves a
       // fraction of the rate for ~0.5 s and then works off the emits that queued meanwhile, for up to
-      // ~3.5 s (bench/RESULTS.md, "Session of run T"). They are left out of the figure, which is
+      // ~3.5 s (bench/HISTORY.md, "Session of run T"). They are left out of the figure, which is
       // about delivering while emitting, and their p99 goes in the note.
       const e = await paced(api.origin, hl.producerKey);
       const delivered = (await sub.call('stats')).count;
@@ -356,7 +356,7 @@ async function ingestHalfCase(ctx) {
  * The worker first delivers `backlogWarmup` events at full speed. Without that, both windows caught a
  * worker whose hot code had only ever run once a second: the rate after the 900th delivery was about
  * twice that of the window, and the ratio spread 0.67-1.31 over three runs of the same build
- * (bench/RESULTS.md, "Session of run N"). Warm, the ratio compares the backlogs, as it should.
+ * (bench/HISTORY.md, "Session of run N"). Warm, the ratio compares the backlogs, as it should.
  */
 async function backlogCase(ctx) {
   const metrics = {};

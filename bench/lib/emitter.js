@@ -12,7 +12,7 @@ import { Samples, now, sleep, summarize } from './stats.js';
 export async function emit(options, { onProgress } = {}) {
   // A young generation large enough that the emitter's own garbage dies young: with Node's default,
   // the emitter ran a major GC every ~1.3 s at 9,000 emits/s, and its 5-25 ms pauses were in every
-  // latency it measured (a no-op route's paced p99 14-16 ms; with this, 3-7 ms). bench/RESULTS.md,
+  // latency it measured (a no-op route's paced p99 14-16 ms; with this, 3-7 ms). bench/HISTORY.md,
   // "Session of run Y".
   const child = forkRole(import.meta.url, options, { execArgv: ['--max-semi-space-size=64'] });
   if (onProgress) child.onEvent((m) => m.event === 'progress' && onProgress(m));

@@ -1,6 +1,6 @@
 // One access-log line per API request. Fastify's default is two at `info`, one as a request arrives
 // and one as it is answered; at ingest rates those two lines were a fifth of the API thread's CPU per
-// emit (bench/RESULTS.md, "Session of run T"), and the second can carry everything the first did.
+// emit (bench/HISTORY.md, "Session of run T"), and the second can carry everything the first did.
 // So `request completed` names the request too (method, URL, host, client address), and `incoming
 // request` is logged at `debug`, for finding requests that never complete (docs/configuration.md,
 // HOOKLINE_LOG_LEVEL).

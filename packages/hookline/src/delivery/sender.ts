@@ -238,7 +238,7 @@ export class Sender implements Sending {
         Deadlines.clear(deadline);
         cancel?.removeEventListener('abort', onCancel);
         // Not `{ ...partial, durationMs }`: that made a new hidden class for every attempt (V8's
-        // --log-maps), so every read of a result was megamorphic (bench/RESULTS.md, "Session of run W").
+        // --log-maps), so every read of a result was megamorphic (bench/HISTORY.md, "Session of run W").
         const { ok, status, error, retryAfterMs } = partial;
         resolve({ ok, status, error, retryAfterMs, durationMs: performance.now() - started });
       };

@@ -9,7 +9,7 @@ import { getPriority, setPriority } from 'node:os';
  * The nice value the delivery thread takes. At 10 the kernel's scheduler weighs it at about a tenth
  * of a thread at 0, so where the two compete for a core the API thread gets most of it, while with
  * a core to spare the delivery thread still runs at full speed. (At 19 it would be near starvation
- * on one busy core, for no better emit latency: bench/RESULTS.md, "Session of run Y".) An
+ * on one busy core, for no better emit latency: bench/HISTORY.md, "Session of run Y".) An
  * unprivileged process cannot lower a nice value again, so this is a one-way step.
  */
 export const DELIVERY_THREAD_NICE = 10;

@@ -56,7 +56,7 @@ interface Prepared {
   /**
    * The body, sealed as the emit arrives, not in the group's transaction: on SQLite that transaction
    * holds the write lock the delivery thread also needs, and sealing in it was ~40 % of the time the
-   * API held that lock (bench/RESULTS.md, "Session of run Q").
+   * API held that lock (bench/HISTORY.md, "Session of run Q").
    */
   payload: Buffer;
 }
@@ -98,7 +98,7 @@ export class Emitter {
     return new Promise<EmitResult>((resolve, reject) => {
       // Field by field, not `{ ...prepared, resolve, reject }`: a spread that adds properties made a
       // new hidden class for every emit here (V8's --log-maps: two a request), and every read of a
-      // Waiting was megamorphic (bench/RESULTS.md, "Session of run W").
+      // Waiting was megamorphic (bench/HISTORY.md, "Session of run W").
       const { input, key, fingerprint, id, payload } = prepared;
       this.waiting.push({ input, key, fingerprint, id, payload, resolve, reject });
       // The write starts after the requests read in this turn of the event loop have joined it: an

@@ -189,7 +189,7 @@ export async function settleQueues(
     item_pause: 'bigint',
   });
   // No lock of its own. A CTE that locked the rows again here was, on SQLite, evaluated once more for
-  // every row updated: 2.2 ms for a flush across 64 endpoints (bench/RESULTS.md, "Session of run R").
+  // every row updated: 2.2 ms for a flush across 64 endpoints (bench/HISTORY.md, "Session of run R").
   await q.run(
     `UPDATE endpoint_queues SET ${settlementAssignments(d, '$2', 'CAST($3 AS BIGINT)')}
      FROM ${items}

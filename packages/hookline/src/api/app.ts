@@ -14,6 +14,7 @@ import { registerAuth } from './auth.js';
 import { onClientError } from './client-error.js';
 import { errorBody, onFrameworkError, registerErrorHandling } from './errors.js';
 import { findForbiddenText } from './input-text.js';
+import { registerRateLimit } from './rate-limit.js';
 import { adminRoutes } from './routes/admin.js';
 import { eventRoutes } from './routes/events.js';
 import { serviceRoutes } from './routes/service.js';
@@ -137,6 +138,7 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
 
   registerErrorHandling(app);
   registerAuth(app, ctx);
+  await registerRateLimit(app, ctx);
   await app.register(serviceRoutes(ctx));
   await app.register(webhookRoutes(ctx));
   await app.register(eventRoutes(ctx, options.emitter));

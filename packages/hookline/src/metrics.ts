@@ -1,22 +1,43 @@
 // Prometheus metrics. One registry per Context, so tests that run several services in one process
 // do not share counters.
-import { createRequire } from 'node:module';
-import type { MetricObjectWithValues, MetricValue } from 'prom-client';
+import {
+  AggregatorRegistry,
+  collectDefaultMetrics,
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  type MetricObjectWithValues,
+  type MetricValue,
+} from 'prom-client';
 import type { Db } from './store/db.js';
 import { queueTotals } from './store/endpoint-queues.js';
 import { countDeadLetters } from './store/dead-letters.js';
 import { countAwaitingFanout } from './store/messages.js';
 
-// prom-client's entry point also loads its process metrics, and through them @opentelemetry/api: most
-// of the 36–45 ms it took to load, which every process paid on its way to its first delivery. The
-// classes counting from the start are loaded from their own modules (~4 ms; the package has no export
-// map to forbid it); the rest loads when /metrics is first read.
-const load = createRequire(import.meta.url);
-type PromClient = typeof import('prom-client');
-const Registry = load('prom-client/lib/registry') as PromClient['Registry'];
-const Counter = load('prom-client/lib/counter') as PromClient['Counter'];
-const Gauge = load('prom-client/lib/gauge') as PromClient['Gauge'];
-const Histogram = load('prom-client/lib/histogram') as PromClient['Histogram'];
+type Metric = MetricObjectWithValues<MetricValue<string>>;
+
+const PREFIX = 'hookline_';
+
+/** How often the event-loop delay is sampled (prom-client's default, said here so it is known). */
+const EVENT_LOOP_SAMPLE_MS = 10;
+
+/**
+ * prom-client's event-loop figures read from a histogram of delays it empties at every scrape. Until
+ * the next sample (one per EVENT_LOOP_SAMPLE_MS of a running loop) the histogram is empty, and its
+ * minimum reads as 2^63 ns (9223372036.85 s), its mean and deviation as NaN: those are not figures.
+ */
+const EVENT_LOOP_DELAY = /^hookline_nodejs_eventloop_lag_(min|max|mean|stddev|p50|p90|p99)_seconds$/;
+
+/** Drops the event-loop delay figures of a scrape that had no sample of it since the one before. */
+function withoutEmptyLoopDelay(metrics: Metric[]): Metric[] {
+  const value = (name: string) => metrics.find((m) => m.name === name)?.values[0]?.value;
+  const min = value(`${PREFIX}nodejs_eventloop_lag_min_seconds`);
+  const max = value(`${PREFIX}nodejs_eventloop_lag_max_seconds`);
+  // With one sample or more the minimum is at most the maximum.
+  if (min === undefined || max === undefined || min <= max) return metrics;
+  return metrics.map((m) => (EVENT_LOOP_DELAY.test(m.name) ? { ...m, values: [] } : m));
+}
 
 export class Metrics {
   readonly registry = new Registry();
@@ -44,21 +65,21 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  /** The process's own figures (CPU, memory, event loop, GC) are still to be registered. */
-  private defaultsPending: boolean;
   /** Other registries whose figures /metrics adds to this one's (the delivery thread's). */
-  private readonly sources: (() => Promise<MetricObjectWithValues<MetricValue<string>>[]>)[] = [];
+  private readonly sources: (() => Promise<Metric[]>)[] = [];
 
   /**
-   * `defaults`: the process's own figures (CPU, memory). `shared`: the figures read from the database
-   * (queue depth, dead letters), which one registry per process must collect, not each thread.
+   * `defaults`: the process's own figures (CPU, memory, event loop, GC), which cover all its threads
+   * where the figure is the process's (CPU time, memory) and the thread that made this registry
+   * otherwise (heap, event loop). `shared`: the figures read from the database (queue depth, dead
+   * letters), which one registry per process must collect, not each thread.
    */
   constructor(db: Db, now: () => number, defaults = true, shared = true) {
-    this.defaultsPending = defaults;
+    if (defaults) this.processGauges();
     if (shared) this.sharedGauges(db, now);
   }
 
-  addSource(source: () => Promise<MetricObjectWithValues<MetricValue<string>>[]>): void {
+  addSource(source: () => Promise<Metric[]>): void {
     this.sources.push(source);
   }
 
@@ -68,16 +89,31 @@ export class Metrics {
 
   /** The Prometheus text of this registry and its sources, counters and histograms summed. */
   async text(): Promise<string> {
-    const { AggregatorRegistry, collectDefaultMetrics } = await import('prom-client');
-    // Registered at the first scrape: CPU time and memory are the process's whole life all the same;
-    // GC and event-loop figures count from then.
-    if (this.defaultsPending) {
-      this.defaultsPending = false;
-      collectDefaultMetrics({ register: this.registry, prefix: 'hookline_' });
-    }
-    if (this.sources.length === 0) return this.registry.metrics();
-    const all = await Promise.all([this.registry.getMetricsAsJSON(), ...this.sources.map((s) => s())]);
-    return AggregatorRegistry.aggregate(all).metrics();
+    const own = withoutEmptyLoopDelay((await this.registry.getMetricsAsJSON()) as Metric[]);
+    const sources = await Promise.all(this.sources.map((s) => s()));
+    // prom-client's aggregation omits process_start_time_seconds ('omit': each cluster worker has
+    // its own). Here only this registry has it, and a figure from one registry is kept as it is.
+    const elsewhere = new Set(sources.flat().map((m) => m.name));
+    const kept = own.map((m) =>
+      m.aggregator === 'omit' && !elsewhere.has(m.name) ? { ...m, aggregator: 'first' as const } : m,
+    );
+    return AggregatorRegistry.aggregate([kept, ...sources]).metrics();
+  }
+
+  private processGauges(): void {
+    // prom-client counts CPU time from its registration on (its own baseline); the process has been
+    // running since before, so what it used until then is added once.
+    const before = process.cpuUsage();
+    collectDefaultMetrics({
+      register: this.registry,
+      prefix: PREFIX,
+      eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS,
+    });
+    const counter = (name: string) =>
+      this.registry.getSingleMetric(`${PREFIX}${name}`) as Counter | undefined;
+    counter('process_cpu_user_seconds_total')?.inc(before.user / 1e6);
+    counter('process_cpu_system_seconds_total')?.inc(before.system / 1e6);
+    counter('process_cpu_seconds_total')?.inc((before.user + before.system) / 1e6);
   }
 
   private sharedGauges(db: Db, now: () => number): void {

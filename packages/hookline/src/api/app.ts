@@ -15,6 +15,7 @@ import { onClientError } from './client-error.js';
 import { onFrameworkError, registerErrorHandling } from './errors.js';
 import { findForbiddenText } from './input-text.js';
 import { openApiWebhooks } from './openapi-webhooks.js';
+import { registerRateLimit } from './rate-limit.js';
 import { adminRoutes } from './routes/admin.js';
 import { eventTypeRoutes } from './routes/event-types.js';
 import { eventRoutes } from './routes/events.js';
@@ -148,6 +149,7 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
 
   registerErrorHandling(app);
   registerAuth(app, ctx);
+  await registerRateLimit(app, ctx);
   await app.register(serviceRoutes(ctx));
   await app.register(webhookRoutes(ctx));
   await app.register(eventRoutes(ctx, options.emitter));

@@ -6,7 +6,6 @@ import { HooklineError } from '../errors.js';
 import { authenticate, type Principal } from '../keys/api-keys.js';
 import type { Role } from '../store/api-keys.js';
 import { assertTenantId } from '../tenants.js';
-import { RateLimiter } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -26,8 +25,7 @@ function bearer(request: FastifyRequest): string | undefined {
 
 export function registerAuth(app: FastifyInstance, ctx: Context): void {
   app.decorateRequest('principal', null);
-  const limiter = ctx.config.tenantRateLimit > 0 ? new RateLimiter(ctx.config.tenantRateLimit) : null;
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', async (request) => {
     const roles = request.routeOptions.config.roles;
     if (!roles) return;
     const principal = await authenticate(ctx, bearer(request));
@@ -41,13 +39,6 @@ export function registerAuth(app: FastifyInstance, ctx: Context): void {
       );
     }
     request.principal = principal;
-    if (limiter && principal.role === 'tenant' && principal.keyId) {
-      const verdict = limiter.take(principal.keyId, Date.now());
-      if (!verdict.ok) {
-        reply.header('retry-after', String(verdict.retryAfterSeconds));
-        throw new HooklineError('rate_limited', `too many requests; retry in ${verdict.retryAfterSeconds} s`);
-      }
-    }
   });
 }
 

@@ -4,7 +4,10 @@ import { expect } from 'vitest';
 import type { Clock } from '../../src/context.js';
 import { signingSecrets } from '../../src/engine/sealing.js';
 import { getEndpointById } from '../../src/store/endpoints.js';
+import type { EndpointJson } from '../helpers/endpoints.js';
 import type { TestService } from '../helpers/service.js';
+
+export { createEndpoint, type CreateOptions, type EndpointJson } from '../helpers/endpoints.js';
 
 export const SNAKE_CASE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
 /** `whsec_` + standard base64 of exactly 32 bytes (43 characters and one `=` of padding). */
@@ -23,19 +26,6 @@ export const ENDPOINT_KEYS = [
   'updated_at',
   'url',
 ];
-
-export interface EndpointJson {
-  id: string;
-  url: string;
-  events: string[];
-  description: string;
-  rate_limit: number | null;
-  status: 'active' | 'disabled' | 'deleted';
-  disabled_reason: string | null;
-  created_at: string;
-  updated_at: string;
-  signing_secret?: string;
-}
 
 /** Asserts the one error shape `{error: {code, message}}` with a snake_case code; returns the code. */
 export function expectError(res: LightMyRequestResponse, status: number, code?: string): string {
@@ -73,31 +63,6 @@ export function expectSecretShape(secret: unknown): asserts secret is string {
   const raw = Buffer.from((secret as string).slice('whsec_'.length), 'base64');
   expect(raw).toHaveLength(32);
   expect(`whsec_${raw.toString('base64')}`).toBe(secret);
-}
-
-export interface CreateOptions {
-  key?: string;
-  query?: string;
-  url?: string;
-  events?: string[];
-  description?: string;
-  rate_limit?: number | null;
-}
-
-/** POST /v1/webhooks and assert 201; answers the created endpoint with its secret. */
-export async function createEndpoint(
-  t: TestService,
-  o: CreateOptions = {},
-): Promise<EndpointJson & { signing_secret: string }> {
-  const body: Record<string, unknown> = {
-    url: o.url ?? 'https://hooks.example.com/in',
-    events: o.events ?? ['*'],
-  };
-  if (o.description !== undefined) body['description'] = o.description;
-  if (o.rate_limit !== undefined) body['rate_limit'] = o.rate_limit;
-  const res = await t.call('POST', `/v1/webhooks${o.query ?? ''}`, o.key ?? t.keys.tenant, body);
-  expect(res.statusCode, res.body).toBe(201);
-  return res.json() as EndpointJson & { signing_secret: string };
 }
 
 /** The secrets a delivery attempt at `now` would be signed with, read back from the store. */

@@ -42,9 +42,9 @@ describe.each(STORE_KINDS)('fan-out at emit on %s', (kind) => {
     );
 
   it('writes the deliveries of a tenant with few endpoints with the message, to the matching ones only', async () => {
-    const users = await createEndpoint(t, URL, ['user.*']);
-    const everything = await createEndpoint(t, URL, ['*']);
-    await createEndpoint(t, URL, ['organization.*']);
+    const users = await createEndpoint(t, { url: URL, events: ['user.*'] });
+    const everything = await createEndpoint(t, { url: URL, events: ['*'] });
+    await createEndpoint(t, { url: URL, events: ['organization.*'] });
     const { id } = await t.service.emitter.emit({ tenantId: 'acme', type: 'user.updated', data: {} });
 
     expect(await fannedOut(id)).toBe(atEmit);
@@ -60,7 +60,8 @@ describe.each(STORE_KINDS)('fan-out at emit on %s', (kind) => {
 
   it('leaves a tenant with more endpoints than an emit takes on to the workers', async () => {
     const endpoints = [];
-    for (let i = 0; i <= EMIT_FANOUT_ENDPOINTS; i++) endpoints.push(await createEndpoint(t, URL, ['user.*']));
+    for (let i = 0; i <= EMIT_FANOUT_ENDPOINTS; i++)
+      endpoints.push(await createEndpoint(t, { url: URL, events: ['user.*'] }));
     const { id } = await t.service.emitter.emit({ tenantId: 'acme', type: 'user.updated', data: {} });
 
     expect(await fannedOut(id)).toBe(false);
@@ -72,7 +73,8 @@ describe.each(STORE_KINDS)('fan-out at emit on %s', (kind) => {
   it('leaves what exceeds a group’s budget to the workers, and a later message of the same key behind it', async () => {
     const perMessage = 8;
     const endpoints = [];
-    for (let i = 0; i < perMessage; i++) endpoints.push(await createEndpoint(t, URL, ['user.*']));
+    for (let i = 0; i < perMessage; i++)
+      endpoints.push(await createEndpoint(t, { url: URL, events: ['user.*'] }));
     // One group (emits of one event-loop turn): more deliveries than the budget, the last one keyed.
     const count = EMIT_FANOUT_BUDGET / perMessage + 2;
     const group = await Promise.all(
@@ -107,7 +109,7 @@ describe.each(STORE_KINDS)('fan-out at emit on %s', (kind) => {
   });
 
   it('fans out a keyed message at emit when no earlier message of its key is waiting', async () => {
-    const endpoint = await createEndpoint(t, URL, ['user.*']);
+    const endpoint = await createEndpoint(t, { url: URL, events: ['user.*'] });
     const first = await t.service.emitter.emit({
       tenantId: 'acme',
       type: 'user.updated',
@@ -135,7 +137,7 @@ describe.each(STORE_KINDS)('fan-out at emit on %s', (kind) => {
       if (atEmit) expect(wakes).toBe(0);
       else expect(wakes).toBeGreaterThan(0);
       const before = wakes;
-      await createEndpoint(t, URL, ['user.*']);
+      await createEndpoint(t, { url: URL, events: ['user.*'] });
       await t.service.emitter.emit({ tenantId: 'acme', type: 'user.updated', data: {} });
       expect(wakes).toBeGreaterThan(before);
     } finally {

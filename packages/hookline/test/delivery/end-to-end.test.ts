@@ -52,10 +52,14 @@ describe.each(STORE_KINDS)('end-to-end delivery on %s', (kind) => {
     const endpoints: Record<string, { endpoint: CreatedEndpoint; receiver: Receiver }> = {};
     for (const [name, events] of Object.entries(subscriptions)) {
       const r = await receiver();
-      endpoints[name] = { receiver: r, endpoint: await createEndpoint(t, r.url, events) };
+      endpoints[name] = { receiver: r, endpoint: await createEndpoint(t, { url: r.url, events }) };
     }
     const otherTenant = await receiver();
-    const otherEndpoint = await createEndpoint(t, otherTenant.url, ['*'], await t.keyFor('tenant', 'globex'));
+    const otherEndpoint = await createEndpoint(t, {
+      url: otherTenant.url,
+      events: ['*'],
+      key: await t.keyFor('tenant', 'globex'),
+    });
     expect(
       (await t.call('DELETE', `/v1/webhooks/${endpoints.deleted!.endpoint.id}`, t.keys.tenant)).statusCode,
     ).toBe(200);
@@ -125,8 +129,8 @@ describe.each(STORE_KINDS)('end-to-end delivery on %s', (kind) => {
   it('the same hook-id goes to every endpoint; each signature verifies only with its own secret', async () => {
     const a = await receiver();
     const b = await receiver();
-    const ea = await createEndpoint(t, a.url, ['organizationInvitation.revoked']);
-    const eb = await createEndpoint(t, b.url, ['organizationInvitation.revoked']);
+    const ea = await createEndpoint(t, { url: a.url, events: ['organizationInvitation.revoked'] });
+    const eb = await createEndpoint(t, { url: b.url, events: ['organizationInvitation.revoked'] });
     const id = await emit(t, 'organizationInvitation.revoked', { invitationId: 'inv_1' });
     const [ra] = await a.waitFor(1);
     const [rb] = await b.waitFor(1);
@@ -151,7 +155,7 @@ describe.each(STORE_KINDS)('end-to-end delivery on %s', (kind) => {
     const secrets: Record<string, string> = {};
     for (const [name, events] of Object.entries(subscriptions)) {
       got[name] = await receiver();
-      secrets[name] = (await createEndpoint(t, got[name].url, events)).signing_secret;
+      secrets[name] = (await createEndpoint(t, { url: got[name].url, events })).signing_secret;
     }
     const types = [
       'organization.created',

@@ -18,7 +18,7 @@ describe.each(STORE_KINDS)('endpoint state and deliveries on %s', (kind) => {
   it('410 Gone disables the endpoint with a reason; no more attempts until it is re-enabled', async () => {
     t = await startTestService(kind, { worker: true });
     r = await startReceiver(() => ({ status: 410, body: 'this hook is gone' }));
-    const endpoint = await createEndpoint(t, r.url, ['user.*']);
+    const endpoint = await createEndpoint(t, { url: r.url, events: ['user.*'] });
     const hookId = await emit(t, 'user.deactivated', { userId: 'user_1' });
 
     const view = await eventually(async () => {
@@ -56,10 +56,10 @@ describe.each(STORE_KINDS)('endpoint state and deliveries on %s', (kind) => {
       env: { HOOKLINE_RETRY_BASE_MS: '600', HOOKLINE_RETRY_MAX_MS: '600', HOOKLINE_MAX_RETRIES: '5' },
     });
     r = await startReceiver(() => ({ status: 500 }));
-    const endpoint = await createEndpoint(t, r.url, ['*']);
+    const endpoint = await createEndpoint(t, { url: r.url, events: ['*'] });
     const other = await startReceiver();
     try {
-      const bystander = await createEndpoint(t, other.url, ['*']);
+      const bystander = await createEndpoint(t, { url: other.url, events: ['*'] });
       for (let i = 0; i < 3; i++) await emit(t, 'organizationMembership.updated', { i });
       await r.waitFor(3);
       // All three are now waiting for their first retry (600 ms ± 25 %).
@@ -90,7 +90,7 @@ describe.each(STORE_KINDS)('endpoint state and deliveries on %s', (kind) => {
   it('an attempt in flight when its endpoint is deleted does not resurrect the delivery', async () => {
     t = await startTestService(kind, { worker: true });
     r = await startReceiver(() => ({ status: 500, delayMs: 300 }));
-    const endpoint = await createEndpoint(t, r.url, ['*']);
+    const endpoint = await createEndpoint(t, { url: r.url, events: ['*'] });
     await emit(t, 'user.created', { userId: 'user_inflight' });
     await r.waitFor(1);
     expect((await deliveriesTo(t, endpoint.id))[0]?.status).toBe('delivering');
@@ -111,7 +111,7 @@ describe.each(STORE_KINDS)('endpoint state and deliveries on %s', (kind) => {
       env: { HOOKLINE_RETRY_BASE_MS: '5000', HOOKLINE_RETRY_MAX_MS: '5000' },
     });
     r = await startReceiver((_req, i) => ({ status: i === 0 ? 500 : 200 }));
-    const endpoint = await createEndpoint(t, r.url, ['*']);
+    const endpoint = await createEndpoint(t, { url: r.url, events: ['*'] });
     const first = await emit(t, 'user.updated', { n: 1 });
     await r.waitFor(1);
     expect((await t.call('DELETE', `/v1/webhooks/${endpoint.id}`, t.keys.tenant)).statusCode).toBe(200);

@@ -26,9 +26,10 @@ describe.each(STORE_KINDS)('fan-out of a backlog on %s', (kind) => {
   });
 
   it('delivers the first events before the whole backlog is fanned out', async () => {
-    await createEndpoint(t, receiver.url, ['user.*']);
+    await createEndpoint(t, { url: receiver.url, events: ['user.*'] });
     // More endpoints than an emit fans out itself: the backlog waits for the worker's fan-out.
-    for (let i = 0; i < EMIT_FANOUT_ENDPOINTS; i++) await createEndpoint(t, receiver.url, ['organization.*']);
+    for (let i = 0; i < EMIT_FANOUT_ENDPOINTS; i++)
+      await createEndpoint(t, { url: receiver.url, events: ['organization.*'] });
     const emits = Array.from({ length: BACKLOG }, (_, i) =>
       t.service.emitter.emit({ tenantId: 'acme', type: 'user.updated', data: { i } }),
     );

@@ -174,7 +174,7 @@ describe.each(STORE_KINDS)('https subscribers on %s', (kind) => {
   async function deliverToEach(service: TestService) {
     const endpoints = {} as Record<Subscriber, { id: string; signing_secret: string }>;
     for (const name of NAMES)
-      endpoints[name] = await createEndpoint(service, subscribers[name].url, ['user.*']);
+      endpoints[name] = await createEndpoint(service, { url: subscribers[name].url, events: ['user.*'] });
     await emit(service, 'user.deactivated', { userId: 'user_tls' });
     const rows = {} as Record<Subscriber, DeliveryRow>;
     for (const name of NAMES) {
@@ -240,7 +240,7 @@ describe.each(STORE_KINDS)('https subscribers on %s', (kind) => {
 
   it('no endpoint setting turns certificate checks off', async () => {
     t = await startTestService(kind);
-    const { id } = await createEndpoint(t, subscribers.selfSigned.url, ['*']);
+    const { id } = await createEndpoint(t, { url: subscribers.selfSigned.url, events: ['*'] });
     for (const field of ['insecure', 'tls_verify', 'verify_tls', 'rejectUnauthorized', 'skip_tls_verify']) {
       const value = field.includes('verify') || field === 'rejectUnauthorized' ? false : true;
       const created = await t.call('POST', '/v1/webhooks', t.keys.tenant, {

@@ -57,8 +57,8 @@ describe.each(STORE_KINDS)('endpoint isolation on %s', (kind) => {
     const hanging = await startReceiver(() => ({ hang: true }));
     const healthy = await startReceiver();
     closers.push(hanging, healthy);
-    const stuck = await createEndpoint(t, hanging.url, ['user.*']);
-    const good = await createEndpoint(t, healthy.url, ['user.*']);
+    const stuck = await createEndpoint(t, { url: hanging.url, events: ['user.*'] });
+    const good = await createEndpoint(t, { url: healthy.url, events: ['user.*'] });
     const claims = countClaims(t);
 
     const started = Date.now();
@@ -103,7 +103,7 @@ describe.each(STORE_KINDS)('endpoint isolation on %s', (kind) => {
       req.on('end', () => setTimeout(() => res.writeHead(200).end(), delay));
     });
     closers.push(slow);
-    const endpoint = await createEndpoint(t, slow.url, ['*']);
+    const endpoint = await createEndpoint(t, { url: slow.url, events: ['*'] });
     for (let i = 0; i < 10; i++) await emit(t, 'organization.updated', { i });
     await eventually(async () => {
       const rows = await deliveriesTo(t!, endpoint.id);
@@ -117,7 +117,7 @@ describe.each(STORE_KINDS)('endpoint isolation on %s', (kind) => {
     t = await startTestService(kind, { worker: true });
     const gone = await startReceiver(() => ({ status: 410 }));
     closers.push(gone);
-    const endpoint = await createEndpoint(t, gone.url, ['*']);
+    const endpoint = await createEndpoint(t, { url: gone.url, events: ['*'] });
     await emit(t, 'user.deleted', { userId: 'user_1' });
     // Disabled: its delivery waits (pending) in a stopped queue that no claim reads.
     await eventually(async () => {

@@ -30,7 +30,7 @@ describe.each(STORE_KINDS)('ordered delivery on %s', (kind) => {
     cleanup.push(() => t.close());
     for (const s of subscribers) {
       cleanup.push(() => s.receiver.close());
-      await createEndpoint(t, s.receiver.url, ['*']);
+      await createEndpoint(t, { url: s.receiver.url, events: ['*'] });
     }
     return t;
   }

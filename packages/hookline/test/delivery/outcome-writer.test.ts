@@ -43,7 +43,7 @@ describe.each(STORE_KINDS)('OutcomeWriter on %s', (kind) => {
   /** A service without a worker, and `count` deliveries claimed by hand (status delivering, attempt 1). */
   async function claimed(count: number): Promise<ClaimedAttempt[]> {
     t = await startTestService(kind);
-    await createEndpoint(t, 'http://127.0.0.1:9/unused', ['*']);
+    await createEndpoint(t, { url: 'http://127.0.0.1:9/unused', events: ['*'] });
     for (let i = 0; i < count; i++) await emit(t, 'user.updated', { i });
     await fanOutBatch(t.service.ctx);
     const now = Date.now();

@@ -38,7 +38,7 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
     r = await startReceiver((_req, i) =>
       i < N ? { status: 500, body: `fail ${i}`, delayMs: i === 0 ? untilNextSecond() : 0 } : { status: 200 },
     );
-    const endpoint = await createEndpoint(t, r.url, ['user.*']);
+    const endpoint = await createEndpoint(t, { url: r.url, events: ['user.*'] });
     const data = { userId: 'user_retry1' };
     const hookId = await emit(t, 'user.updated', data);
 
@@ -82,7 +82,7 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
       body: `unavailable #${i} ${JSON.stringify({ error: 'bad input', received: req.body })}`,
       delayMs: i === 0 ? untilNextSecond() : 0,
     }));
-    const endpoint = await createEndpoint(t, r.url, ['organization.*']);
+    const endpoint = await createEndpoint(t, { url: r.url, events: ['organization.*'] });
     const secret = marker();
     const data = { organizationId: 'org_1', secret, nested: { again: secret } };
     const hookId = await emit(t, 'organization.social_providers.updated', data);
@@ -212,7 +212,7 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
   it('a 429 with a longer Retry-After postpones the retry accordingly', async () => {
     t = await startTestService(kind, { worker: true });
     r = await startReceiver(() => ({ status: 429, headers: { 'retry-after': '60' }, body: 'slow down' }));
-    await createEndpoint(t, r.url, ['user.*']);
+    await createEndpoint(t, { url: r.url, events: ['user.*'] });
     const hookId = await emit(t, 'user.updated', { userId: 'user_ra' });
     const [req] = await r.waitFor(1);
     const row = await eventually(async () =>
@@ -233,7 +233,7 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
       env: { HOOKLINE_DELIVERY_TIMEOUT_MS: '300', HOOKLINE_MAX_RETRIES: '1' },
     });
     r = await startReceiver(() => ({ hang: true }));
-    await createEndpoint(t, r.url, ['user.*']);
+    await createEndpoint(t, { url: r.url, events: ['user.*'] });
     const hookId = await emit(t, 'user.updated', { userId: 'user_to' });
     const row = await eventually(async () =>
       (await deliveriesOf(t!, hookId)).find((d) => d.status === 'dead'),
@@ -258,7 +258,7 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
       },
     });
     r = await startReceiver(() => ({ hang: true }));
-    await createEndpoint(t, r.url, ['user.*']);
+    await createEndpoint(t, { url: r.url, events: ['user.*'] });
     const hookId = await emit(t, 'user.updated', { userId: 'user_end' });
     const [req] = await r.waitFor(1);
     const row = await eventually(async () =>
@@ -271,7 +271,7 @@ describe.each(STORE_KINDS)('retries and dead letters on %s', (kind) => {
   it('with HOOKLINE_MAX_RETRIES=0 the first failure is final and keeps its own headers', async () => {
     t = await startTestService(kind, { worker: true, env: { HOOKLINE_MAX_RETRIES: '0' } });
     r = await startReceiver(() => ({ status: 400, body: 'bad' }));
-    await createEndpoint(t, r.url, ['*']);
+    await createEndpoint(t, { url: r.url, events: ['*'] });
     const hookId = await emit(t, 'connection.saml_certificate_renewed', { connectionId: 'c1' });
     const row = await eventually(async () =>
       (await deliveriesOf(t!, hookId)).find((d) => d.status === 'dead'),

@@ -31,7 +31,7 @@ describe.each(STORE_KINDS)('secret rotation on %s', (kind) => {
   it('rotate-secret without any body answers 200', async () => {
     const r = await startReceiver();
     receivers.push(r);
-    const endpoint = await createEndpoint(t, r.url, ['user.*']);
+    const endpoint = await createEndpoint(t, { url: r.url, events: ['user.*'] });
     const res = await t.inject({
       method: 'POST',
       url: `/v1/webhooks/${endpoint.id}/rotate-secret`,
@@ -52,7 +52,7 @@ describe.each(STORE_KINDS)('secret rotation on %s', (kind) => {
     // Attempt 1 is held open while the secret rotates, then fails; attempt 2 is signed afresh.
     const r = await startReceiver((_req, i) => (i === 0 ? { status: 500, delayMs: 600 } : { status: 200 }));
     receivers.push(r);
-    const endpoint = await createEndpoint(t, r.url, ['user.*']);
+    const endpoint = await createEndpoint(t, { url: r.url, events: ['user.*'] });
     const old = endpoint.signing_secret;
     const hookId = await emit(t, 'user.banned', { userId: 'user_1' });
     await r.waitFor(1);
@@ -72,7 +72,7 @@ describe.each(STORE_KINDS)('secret rotation on %s', (kind) => {
   it('with a grace period the signature carries new and old; a second rotation ends the first grace', async () => {
     const r = await startReceiver();
     receivers.push(r);
-    const endpoint = await createEndpoint(t, r.url, ['user.*']);
+    const endpoint = await createEndpoint(t, { url: r.url, events: ['user.*'] });
     const s1 = endpoint.signing_secret;
 
     await emit(t, 'user.unbanned', { n: 0 });
@@ -117,7 +117,7 @@ describe.each(STORE_KINDS)('secret rotation on %s', (kind) => {
   it('after the grace period only the new signature remains', async () => {
     const r = await startReceiver();
     receivers.push(r);
-    const endpoint = await createEndpoint(t, r.url, ['user.*']);
+    const endpoint = await createEndpoint(t, { url: r.url, events: ['user.*'] });
     const s1 = endpoint.signing_secret;
     const s2 = await rotate(endpoint.id, { grace_period_seconds: 1 });
     await emit(t, 'user.restored', { n: 0 });

@@ -12,6 +12,8 @@ import type { EndpointQueueRow } from '../../src/store/endpoint-queues.js';
 import type { ReceivedRequest } from '../helpers/receiver.js';
 import type { TestService } from '../helpers/service.js';
 
+export { createEndpoint, type CreatedEndpoint } from '../helpers/endpoints.js';
+
 /** The request headers hookline itself sets (docs/contract.md §5); everything else on the wire is transport. */
 export const HOOK_HEADERS = [
   'content-type',
@@ -30,25 +32,6 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 /** A random marker that cannot occur in a database by accident. */
 export function marker(): string {
   return randomBytes(18).toString('base64url'); // 24 characters
-}
-
-export interface CreatedEndpoint {
-  id: string;
-  signing_secret: string;
-  status: string;
-}
-
-export async function createEndpoint(
-  t: TestService,
-  url: string,
-  events: string[],
-  tenantKey: string = t.keys.tenant,
-): Promise<CreatedEndpoint> {
-  const res = await t.call('POST', '/v1/webhooks', tenantKey, { url, events });
-  expect(res.statusCode, res.body).toBe(201);
-  const body = res.json<CreatedEndpoint>();
-  expect(body.signing_secret).toMatch(/^whsec_/);
-  return body;
 }
 
 export async function emit(t: TestService, type: string, data: unknown, tenantId = 'acme'): Promise<string> {

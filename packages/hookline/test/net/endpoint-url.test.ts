@@ -282,15 +282,19 @@ describe('checkEndpointUrl: resolution', () => {
   });
 
   it('accepts the URL when resolution does not answer in time', async () => {
-    const resolve: Resolve = () => new Promise(() => {});
-    const started = Date.now();
+    let asked = 0;
+    const resolve: Resolve = () => {
+      asked++;
+      return new Promise(() => {});
+    };
+    // The check returns at all (the resolver never answers), and it did ask the resolver.
     const result = await checkEndpointUrl('https://hooks.example.com/', {
       allowPrivateNetworks: false,
       resolve,
       resolveTimeoutMs: 20,
     });
     expect(result.ok).toBe(true);
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(asked).toBe(1);
   });
 
   it('refuses localhost with the real resolver, without consulting DNS', async () => {

@@ -50,6 +50,8 @@ export class DeliveryThread {
   ) {
     const data: ThreadData = { config, workerOptions, threadShare: db.threadShare() };
     this.worker = new Worker(new URL(import.meta.url), { workerData: data });
+    // Read now: a Worker's threadId is -1 once it has exited.
+    const threadId = this.worker.threadId;
     this.worker.on('message', (m: FromThread) => {
       if (m.type === 'metrics') {
         this.replies.get(m.id)?.(m.metrics);
@@ -60,6 +62,7 @@ export class DeliveryThread {
     this.exit = new Promise((resolve) =>
       this.worker.once('exit', () => {
         this.exited = true;
+        db.threadExited(threadId);
         for (const reply of this.replies.values()) reply([]);
         this.replies.clear();
         resolve();

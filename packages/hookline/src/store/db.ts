@@ -73,6 +73,11 @@ export interface Db extends Queryable {
    * the same database beside this connection; null where connections need nothing of each other.
    */
   threadShare(): SharedArrayBuffer | null;
+  /**
+   * A thread that was given threadShare() has exited: whatever it held of the shared state is let go
+   * (on SQLite, the write lock, which nothing else frees from a thread that died holding it).
+   */
+  threadExited(threadId: number): void;
 }
 
 /** Dialect-specific fragments, so shared SQL stays shared. */

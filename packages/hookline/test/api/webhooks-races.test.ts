@@ -73,6 +73,7 @@ async function interleave<A, B>(
     close: () => db.close(),
     startMaintenance: () => null,
     threadShare: () => db.threadShare(),
+    threadExited: (id: number) => db.threadExited(id),
   };
   ctx.db = wrapped;
   try {

@@ -30,6 +30,7 @@ function slowTransactions(db: Db, delayMs: number): Db {
     close: () => db.close(),
     startMaintenance: () => null,
     threadShare: () => null,
+    threadExited: () => {},
   };
 }
 

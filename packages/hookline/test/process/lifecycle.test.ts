@@ -33,7 +33,7 @@ describe.each(STORE_KINDS)('process roles on %s', (kind) => {
     cleanup.push(() => worker.kill('SIGKILL'));
     expect((await fetch(`${worker.address}/healthz`)).status).toBe(200);
     expect(await (await fetch(`${worker.address}/readyz`)).json()).toEqual({ status: 'ready' });
-    // The process's own figures are registered at the first scrape, and only then (metrics.ts).
+    // The process's own figures are registered with the registry at start (metrics.ts); two scrapes agree.
     for (let scrape = 0; scrape < 2; scrape++) {
       const metrics = await fetch(`${worker.address}/metrics`);
       expect(metrics.status).toBe(200);

@@ -270,4 +270,6 @@ export class PgDb implements Db {
   threadShare(): null {
     return null;
   }
+
+  threadExited(): void {}
 }

@@ -103,6 +103,10 @@ export class SqliteDb implements Db {
     return this.threadLock.buffer;
   }
 
+  threadExited(threadId: number): void {
+    this.threadLock.releaseThread(threadId);
+  }
+
   private prepare(sql: string): Prepared {
     let prepared = this.cache.get(sql);
     if (!prepared) {

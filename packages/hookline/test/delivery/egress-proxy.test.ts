@@ -302,7 +302,10 @@ describe.each(STORE_KINDS)('deliveries through an egress proxy on %s', (kind) =>
     proxies.push(p);
     r = await startReceiver(() => ({ status: 200 }));
     t = await startTestService(kind, { worker: true, env: { HOOKLINE_EGRESS_PROXY_URL: p.url } });
-    const endpoint = await createEndpoint(t, r.url.replace('127.0.0.1', 'localhost'), ['user.*']);
+    const endpoint = await createEndpoint(t, {
+      url: r.url.replace('127.0.0.1', 'localhost'),
+      events: ['user.*'],
+    });
     const hookId = await emit(t, 'user.created', { userId: 'user_via_proxy' });
     await r.waitFor(1, 10_000);
     verifyRequest(r.requests[0]!, endpoint.signing_secret);
@@ -328,7 +331,7 @@ describe.each(STORE_KINDS)('deliveries through an egress proxy on %s', (kind) =>
         worker: true,
         env: { HOOKLINE_EGRESS_PROXY_URL: proxyUrl, HOOKLINE_MAX_RETRIES: '2' },
       });
-      await createEndpoint(t, r.url, ['user.*']);
+      await createEndpoint(t, { url: r.url, events: ['user.*'] });
       const hookId = await emit(t, 'user.created', { userId: 'user_proxy_fails' });
       const row = await eventually(async () =>
         (await deliveriesOf(t!, hookId)).find((d) => d.status === 'dead'),

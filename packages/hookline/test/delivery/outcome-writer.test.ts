@@ -116,7 +116,7 @@ describe.each(STORE_KINDS)('OutcomeWriter on %s', (kind) => {
 
   it('a write of successes claims the room it frees where the store claims with outcomes, and answers it', async () => {
     t = await startTestService(kind);
-    await createEndpoint(t, 'http://127.0.0.1:9/unused', ['*']);
+    await createEndpoint(t, { url: 'http://127.0.0.1:9/unused', events: ['*'] });
     for (let i = 0; i < 2; i++) await emit(t, 'user.updated', { i });
     await fanOutBatch(t.service.ctx);
     const { ctx } = t.service;

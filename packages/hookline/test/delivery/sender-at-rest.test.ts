@@ -52,8 +52,8 @@ describe.each(STORE_KINDS)('subscriber answers at rest on %s', (kind) => {
     });
     const inStatusLine = await echoing((body) => `${secret} ${body}\r\n\r\n`);
     servers.push(inBody.server, inStatusLine.server);
-    const bodyEndpoint = await createEndpoint(t, inBody.url, ['user.*']);
-    const lineEndpoint = await createEndpoint(t, inStatusLine.url, ['user.*']);
+    const bodyEndpoint = await createEndpoint(t, { url: inBody.url, events: ['user.*'] });
+    const lineEndpoint = await createEndpoint(t, { url: inStatusLine.url, events: ['user.*'] });
     const hookId = await emit(t, 'user.created', { userId: 'user_at_rest', secret });
 
     const rows = await eventually(async () => {

@@ -11,6 +11,7 @@ import { releaseEndpoint } from '../delivery/circuit-breaker.js';
 import { cancelForEndpoint } from '../store/deliveries.js';
 import { createQueue, lockQueues, setQueueActive, setQueueRate } from '../store/endpoint-queues.js';
 import {
+  countLiveEndpoints,
   getEndpoint,
   insertEndpoint,
   listEndpoints,
@@ -21,7 +22,7 @@ import {
   type EndpointStatus,
 } from '../store/endpoints.js';
 import type { Queryable } from '../store/db.js';
-import { ensureTenant } from '../store/tenants.js';
+import { ensureTenant, lockTenant } from '../store/tenants.js';
 import { secretAad } from './signing-secrets.js';
 
 export const ENDPOINT_LIMITS = {
@@ -125,6 +126,22 @@ async function lockForTransition(tx: Queryable, tenantId: string, id: string): P
   return row;
 }
 
+/**
+ * Refuses one endpoint more than HOOKLINE_MAX_ENDPOINTS_PER_TENANT (docs/configuration.md). The tenant's
+ * row is locked first, so two creates at once count each other and cannot both pass at the cap.
+ */
+async function checkEndpointCap(ctx: Context, tx: Queryable, tenantId: string): Promise<void> {
+  await lockTenant(tx, tenantId);
+  const max = ctx.config.maxEndpointsPerTenant;
+  if ((await countLiveEndpoints(tx, tenantId)) >= max) {
+    throw new HooklineError(
+      'endpoint_limit_reached',
+      `this tenant already has ${max} endpoints that are not deleted, the most allowed ` +
+        '(HOOKLINE_MAX_ENDPOINTS_PER_TENANT); delete one first',
+    );
+  }
+}
+
 const endpointDeleted = () =>
   new HooklineError('endpoint_deleted', 'this endpoint is deleted; restore it before changing it');
 
@@ -158,6 +175,7 @@ export async function createEndpoint(
   };
   await ctx.db.transaction(async (tx) => {
     await ensureTenant(tx, tenantId, now);
+    await checkEndpointCap(ctx, tx, tenantId);
     await insertEndpoint(tx, row);
     await createQueue(tx, id);
     if (row.rate_limit !== null) await setQueueRate(tx, id, row.rate_limit);
@@ -248,6 +266,7 @@ export async function restoreEndpoint(ctx: Context, tenantId: string, id: string
         `this endpoint is ${current.status}, not deleted; nothing to restore`,
       );
     }
+    await checkEndpointCap(ctx, tx, tenantId);
     await setQueueActive(tx, id, true, now);
     return updateEndpoint(
       tx,

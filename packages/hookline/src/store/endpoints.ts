@@ -80,6 +80,15 @@ export async function lockEndpoint(
   ]);
 }
 
+/** How many endpoints a tenant has that are not deleted (HOOKLINE_MAX_ENDPOINTS_PER_TENANT counts these). */
+export async function countLiveEndpoints(q: Queryable, tenantId: string): Promise<number> {
+  const row = await q.one<{ n: number | string }>(
+    "SELECT COUNT(*) AS n FROM endpoints WHERE tenant_id = $1 AND status <> 'deleted'",
+    [tenantId],
+  );
+  return Number(row?.n ?? 0);
+}
+
 export async function getEndpointById(q: Queryable, id: string): Promise<EndpointRow | undefined> {
   return q.one<EndpointRow>('SELECT * FROM endpoints WHERE id = $1', [id]);
 }

@@ -12,6 +12,17 @@ export async function ensureTenant(q: Queryable, id: string, now: number): Promi
   await q.run('INSERT INTO tenants (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING', [id, now]);
 }
 
+/**
+ * Locks a tenant's row until the transaction ends, so checks over all of its endpoints (the cap on
+ * how many it may have) hold when the transaction writes. NO KEY UPDATE: emits and endpoint inserts,
+ * whose foreign keys take KEY SHARE on this row, are not held up. SQLite's write transaction holds off
+ * every other writer already.
+ */
+export async function lockTenant(q: Queryable, id: string): Promise<void> {
+  if (q.dialect !== 'postgres') return;
+  await q.one('SELECT id FROM tenants WHERE id = $1 FOR NO KEY UPDATE', [id]);
+}
+
 export async function listTenants(
   q: Queryable,
   limit: number,

@@ -46,6 +46,7 @@ async function loadTenants({ append }) {
 
 function countsText(e) {
   const parts = [`${e.active} active`];
+  if (e.paused) parts.push(`${e.paused} paused`);
   if (e.disabled) parts.push(`${e.disabled} disabled`);
   if (e.deleted) parts.push(`${e.deleted} deleted`);
   return parts.join(' · ');

@@ -21,6 +21,7 @@ export async function listTenantViews(ctx: Context, limit: number, cursor: strin
     created_at: isoTime(t.created_at),
     endpoints: {
       active: Number(t.endpoints_active),
+      paused: Number(t.endpoints_paused),
       disabled: Number(t.endpoints_disabled),
       deleted: Number(t.endpoints_deleted),
     },

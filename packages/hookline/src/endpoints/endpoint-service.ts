@@ -209,7 +209,7 @@ export async function patchEndpoint(
     events?: string[];
     description?: string;
     rate_limit?: number | null;
-    status?: 'active';
+    status?: 'active' | 'paused';
   },
 ): Promise<EndpointView> {
   // Refused before the URL check (a DNS lookup), which must stay out of the transaction.
@@ -219,9 +219,12 @@ export async function patchEndpoint(
   if (input.url !== undefined) changes.url = await checkUrl(ctx, input.url);
   if (input.description !== undefined) changes.description = checkDescription(input.description);
   if (input.rate_limit !== undefined) changes.rate_limit = input.rate_limit;
+  // docs/contract.md §4.1: "active" resumes a paused endpoint or re-enables a disabled one; "paused"
+  // stops attempts (whatever the endpoint's state, a disabled one included) while fan-out goes on.
   const reenable = input.status === 'active';
-  if (reenable) {
-    changes.status = 'active';
+  const pause = input.status === 'paused';
+  if (input.status !== undefined) {
+    changes.status = input.status;
     changes.disabled_reason = null;
     changes.failing_since = null;
   }
@@ -232,6 +235,7 @@ export async function patchEndpoint(
     if ((await lockForTransition(tx, tenantId, id)).status === 'deleted') throw endpointDeleted();
     // Re-enabled: a fresh start, with the deliveries that waited while it was disabled due now.
     if (reenable) await releaseEndpoint(tx, id, now);
+    if (pause) await setQueueActive(tx, id, false, now);
     if (input.rate_limit !== undefined) await setQueueRate(tx, id, input.rate_limit);
     return updateEndpoint(tx, id, changes, now);
   });

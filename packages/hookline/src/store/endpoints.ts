@@ -1,6 +1,6 @@
 import { greatest, least, limitParam, placeholders, type Queryable } from './db.js';
 
-export const ENDPOINT_STATUSES = ['active', 'disabled', 'deleted'] as const;
+export const ENDPOINT_STATUSES = ['active', 'paused', 'disabled', 'deleted'] as const;
 export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
 
 export interface EndpointRow {
@@ -108,8 +108,10 @@ export async function listEndpoints(
 }
 
 /**
- * Active endpoints of a tenant after `afterId`, in id order: the candidates of a fan-out, read in
- * bounded pages so a tenant with thousands of endpoints is fanned out in short transactions.
+ * Endpoints of a tenant that take new deliveries, after `afterId`, in id order: the candidates of a
+ * fan-out, read in bounded pages so a tenant with thousands of endpoints is fanned out in short
+ * transactions. Paused endpoints are among them: their deliveries wait in a stopped queue until the
+ * tenant resumes it (docs/contract.md §4.1); disabled and deleted ones are not.
  */
 export async function listActiveEndpoints(
   q: Queryable,
@@ -118,7 +120,7 @@ export async function listActiveEndpoints(
   limit: number,
 ): Promise<Pick<EndpointRow, 'id' | 'events'>[]> {
   return q.all(
-    `SELECT id, events FROM endpoints WHERE tenant_id = $1 AND status = 'active' AND id > $2
+    `SELECT id, events FROM endpoints WHERE tenant_id = $1 AND status IN ('active', 'paused') AND id > $2
      ORDER BY id ${limitParam(3)}`,
     [tenantId, afterId, limit],
   );

@@ -4,6 +4,7 @@ export interface TenantSummary {
   id: string;
   created_at: number;
   endpoints_active: number;
+  endpoints_paused: number;
   endpoints_disabled: number;
   endpoints_deleted: number;
 }
@@ -31,6 +32,7 @@ export async function listTenants(
   return q.all<TenantSummary>(
     `SELECT t.id, t.created_at,
         COALESCE(SUM(CASE WHEN e.status = 'active' THEN 1 ELSE 0 END), 0) AS endpoints_active,
+        COALESCE(SUM(CASE WHEN e.status = 'paused' THEN 1 ELSE 0 END), 0) AS endpoints_paused,
         COALESCE(SUM(CASE WHEN e.status = 'disabled' THEN 1 ELSE 0 END), 0) AS endpoints_disabled,
         COALESCE(SUM(CASE WHEN e.status = 'deleted' THEN 1 ELSE 0 END), 0) AS endpoints_deleted
      FROM tenants t LEFT JOIN endpoints e ON e.tenant_id = t.id

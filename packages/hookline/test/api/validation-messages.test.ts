@@ -135,7 +135,7 @@ const CASES: Case[] = [
     'tenant',
     undefined,
     'validation_failed',
-    'query parameter status must be one of "active", "disabled" or "deleted"',
+    'query parameter status must be one of "active", "paused", "disabled" or "deleted"',
   ],
   [
     '?limit=0',
@@ -181,7 +181,7 @@ const CASES: Case[] = [
     'tenant',
     { status: 'disabled' },
     'validation_failed',
-    'status must be "active"',
+    'status must be one of "active" or "paused"',
   ],
   [
     'an empty patch',

@@ -35,7 +35,14 @@ const endpointProperties = {
   events: Type.Array(Type.String()),
   description: Type.String(),
   rate_limit: RateLimit,
-  status: Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('deleted')]),
+  status: Type.Union(
+    [Type.Literal('active'), Type.Literal('paused'), Type.Literal('disabled'), Type.Literal('deleted')],
+    {
+      description:
+        'paused: by the tenant, events wait for it; disabled: by hookline (410 Gone or days of failures); ' +
+        'deleted: undone only by restore',
+    },
+  ),
   disabled_reason: Type.Union([Type.String(), Type.Null()]),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -59,7 +66,13 @@ export const PatchEndpointBody = Type.Object(
     events: Type.Optional(Events),
     description: Type.Optional(Description),
     rate_limit: Type.Optional(RateLimit),
-    status: Type.Optional(Type.Literal('active', { description: 'Re-enables a disabled endpoint' })),
+    status: Type.Optional(
+      Type.Union([Type.Literal('active'), Type.Literal('paused')], {
+        description:
+          '"paused" holds deliveries (events still arrive and wait); "active" resumes a paused endpoint or ' +
+          're-enables a disabled one',
+      }),
+    ),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -90,7 +103,12 @@ export const ListEndpointsQuery = Type.Object(
     limit: Type.Optional(Limit),
     cursor: Type.Optional(Cursor),
     status: Type.Optional(
-      Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('deleted')]),
+      Type.Union([
+        Type.Literal('active'),
+        Type.Literal('paused'),
+        Type.Literal('disabled'),
+        Type.Literal('deleted'),
+      ]),
     ),
     tenant_id: Type.Optional(TenantId),
   },

@@ -62,7 +62,7 @@ export async function tenantEndpointHealth(ctx: Context, tenantId: string) {
       const succeeded = Number(h?.succeeded ?? 0);
       const failed = Number(h?.failed ?? 0) + Number(h?.dead ?? 0);
       return {
-        ...toEndpointView(row),
+        ...toEndpointView(row, ctx.envelope),
         health: {
           window_hours: 24,
           succeeded,

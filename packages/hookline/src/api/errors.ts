@@ -17,8 +17,12 @@ export function errorBody(code: ErrorCode | string, message: string) {
 
 function fromFastify(err: FastifyError): HooklineError | null {
   if (err.validation) {
+    // docs/contract.md §4.1: every invalid `headers` value of an endpoint is invalid_headers.
+    const inHeaders =
+      err.validationContext === 'body' &&
+      (err.validation as ErrorObject[]).every((e) => e.instancePath.startsWith('/headers'));
     return new HooklineError(
-      'validation_failed',
+      inHeaders ? 'invalid_headers' : 'validation_failed',
       validationMessage(err.validationContext ?? 'request', err.validation as ErrorObject[]),
     );
   }

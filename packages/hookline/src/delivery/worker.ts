@@ -3,6 +3,7 @@
 // group-committing writer. Per-endpoint limits live in the database (endpoint queues), so they hold
 // across any number of workers against one database (PostgreSQL); expired leases are reaped.
 import type { Context } from '../context.js';
+import { openHeaders } from '../endpoints/custom-headers.js';
 import { signingSecrets } from '../endpoints/signing-secrets.js';
 import { messageAad } from '../events/emit.js';
 import { newId } from '../ids.js';
@@ -25,7 +26,7 @@ import { ReplayRunner } from './replay-runner.js';
 import { notSent, Sender, type SendResult, type Sending } from './sender.js';
 import { SenderThread } from './sender-thread.js';
 import { Wake } from './wake.js';
-import { deliveryHeaders } from './wire.js';
+import { deliveryHeaders, requestHeaders } from './wire.js';
 
 export interface WorkerOptions {
   /** Longest sleep when idle; notifications usually wake the worker sooner. */
@@ -349,12 +350,17 @@ export class DeliveryWorker {
     const started = this.ctx.clock();
     const body = opened.body(delivery);
     const secrets = opened.secrets(delivery, started);
-    if (body === null || secrets === null) {
+    const custom = opened.headers(delivery);
+    if (body === null || secrets === null || custom === null) {
       // Counted as a failed attempt, so it ends (dead, without a record of a body it cannot read)
       // instead of being claimed again every lease period. The usual cause is a wrong
       // HOOKLINE_ENCRYPTION_KEY (or a missing HOOKLINE_PREVIOUS_ENCRYPTION_KEYS after a rotation).
       const error =
-        body === null ? 'stored message cannot be decrypted' : 'signing secret cannot be decrypted';
+        body === null
+          ? 'stored message cannot be decrypted'
+          : secrets === null
+            ? 'signing secret cannot be decrypted'
+            : 'custom headers cannot be decrypted';
       log().error(`attempt impossible: ${error}`);
       await this.outcomes.push(this.judge(delivery, notSent(error), {}, body, maxAttempts));
       return;
@@ -371,7 +377,7 @@ export class DeliveryWorker {
     const result: SendResult =
       delivery.attempts > maxAttempts
         ? notSent('worker lease expired during the last attempt')
-        : await this.sender.send({ url: delivery.url, headers, body });
+        : await this.sender.send({ url: delivery.url, headers: requestHeaders(headers, custom), body });
     if (this.interrupting) return; // shutting down: the claim is released, not judged
     this.ctx.metrics.attemptSeconds.observe(result.durationMs / 1000);
     await this.outcomes.push(this.judge(delivery, result, headers, body, maxAttempts));
@@ -444,6 +450,7 @@ export function loadSignal(result: SendResult): LoadSignal {
 class Opened {
   private readonly bodies = new Map<string, string | null>();
   private readonly secretsByEndpoint = new Map<string, string[] | null>();
+  private readonly headersByEndpoint = new Map<string, Record<string, string> | null>();
 
   constructor(private readonly ctx: Context) {}
 
@@ -475,5 +482,19 @@ class Opened {
       this.secretsByEndpoint.set(d.endpoint_id, secrets);
     }
     return secrets;
+  }
+
+  headers(d: ClaimedAttempt): Record<string, string> | null {
+    let headers = this.headersByEndpoint.get(d.endpoint_id);
+    if (headers === undefined) {
+      try {
+        headers = openHeaders(this.ctx.envelope, d.endpoint_id, d.endpoint_headers);
+      } catch (err) {
+        this.ctx.logger.error({ err, endpoint_id: d.endpoint_id }, 'custom headers cannot be decrypted');
+        headers = null;
+      }
+      this.headersByEndpoint.set(d.endpoint_id, headers);
+    }
+    return headers;
   }
 }

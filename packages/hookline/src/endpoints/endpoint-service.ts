@@ -23,6 +23,8 @@ import {
 } from '../store/endpoints.js';
 import type { Queryable } from '../store/db.js';
 import { ensureTenant, lockTenant } from '../store/tenants.js';
+import type { Envelope } from '../crypto/envelope.js';
+import { checkHeaders, openHeaders, sealHeaders } from './custom-headers.js';
 import { secretAad } from './signing-secrets.js';
 
 export const ENDPOINT_LIMITS = {
@@ -40,19 +42,22 @@ export interface EndpointView {
   events: string[];
   description: string;
   rate_limit: number | null;
+  headers: Record<string, string>;
   status: EndpointStatus;
   disabled_reason: string | null;
   created_at: string;
   updated_at: string;
 }
 
-export function toEndpointView(row: EndpointRow): EndpointView {
+/** The endpoint object of docs/contract.md §4.1; the envelope opens its sealed custom headers. */
+export function toEndpointView(row: EndpointRow, envelope: Envelope): EndpointView {
   return {
     id: row.id,
     url: row.url,
     events: JSON.parse(row.events) as string[],
     description: row.description,
     rate_limit: row.rate_limit === null ? null : Number(row.rate_limit),
+    headers: openHeaders(envelope, row.id, row.headers),
     status: row.status,
     disabled_reason: row.disabled_reason,
     created_at: isoTime(row.created_at),
@@ -148,9 +153,16 @@ const endpointDeleted = () =>
 export async function createEndpoint(
   ctx: Context,
   tenantId: string,
-  input: { url: string; events: string[]; description?: string; rate_limit?: number | null },
+  input: {
+    url: string;
+    events: string[];
+    description?: string;
+    rate_limit?: number | null;
+    headers?: Record<string, string>;
+  },
 ): Promise<EndpointView & { signing_secret: string }> {
   const events = normaliseEvents(input.events);
+  const headers = checkHeaders(input.headers ?? {});
   const url = await checkUrl(ctx, input.url);
   const now = ctx.clock();
   const id = newId('endpoint', now);
@@ -172,6 +184,7 @@ export async function createEndpoint(
     updated_at: now,
     deleted_at: null,
     rate_limit: input.rate_limit ?? null,
+    headers: sealHeaders(ctx.envelope, id, headers),
   };
   await ctx.db.transaction(async (tx) => {
     await ensureTenant(tx, tenantId, now);
@@ -180,11 +193,11 @@ export async function createEndpoint(
     await createQueue(tx, id);
     if (row.rate_limit !== null) await setQueueRate(tx, id, row.rate_limit);
   });
-  return { ...toEndpointView(row), signing_secret: secret };
+  return { ...toEndpointView(row, ctx.envelope), signing_secret: secret };
 }
 
 export async function getEndpointView(ctx: Context, tenantId: string, id: string): Promise<EndpointView> {
-  return toEndpointView(await load(ctx, tenantId, id));
+  return toEndpointView(await load(ctx, tenantId, id), ctx.envelope);
 }
 
 export async function listEndpointViews(
@@ -197,7 +210,7 @@ export async function listEndpointViews(
     before: checkCursor(opts.cursor, 'endpoint'),
     status: opts.status,
   });
-  return toPage(rows, opts.limit, toEndpointView);
+  return toPage(rows, opts.limit, (row) => toEndpointView(row, ctx.envelope));
 }
 
 export async function patchEndpoint(
@@ -209,6 +222,7 @@ export async function patchEndpoint(
     events?: string[];
     description?: string;
     rate_limit?: number | null;
+    headers?: Record<string, string>;
     status?: 'active' | 'paused';
   },
 ): Promise<EndpointView> {
@@ -219,6 +233,9 @@ export async function patchEndpoint(
   if (input.url !== undefined) changes.url = await checkUrl(ctx, input.url);
   if (input.description !== undefined) changes.description = checkDescription(input.description);
   if (input.rate_limit !== undefined) changes.rate_limit = input.rate_limit;
+  // The whole map is replaced: {} removes every custom header.
+  if (input.headers !== undefined)
+    changes.headers = sealHeaders(ctx.envelope, id, checkHeaders(input.headers));
   // docs/contract.md §4.1: "active" resumes a paused endpoint or re-enables a disabled one; "paused"
   // stops attempts (whatever the endpoint's state, a disabled one included) while fan-out goes on.
   const reenable = input.status === 'active';
@@ -240,7 +257,7 @@ export async function patchEndpoint(
     return updateEndpoint(tx, id, changes, now);
   });
   if (reenable) ctx.signal.notify();
-  return toEndpointView(updated);
+  return toEndpointView(updated, ctx.envelope);
 }
 
 export async function deleteEndpoint(ctx: Context, tenantId: string, id: string): Promise<EndpointView> {
@@ -255,7 +272,7 @@ export async function deleteEndpoint(ctx: Context, tenantId: string, id: string)
     await cancelForEndpoint(tx, id, now);
     return updateEndpoint(tx, id, { status: 'deleted', deleted_at: now }, now);
   });
-  return toEndpointView(row);
+  return toEndpointView(row, ctx.envelope);
 }
 
 export async function restoreEndpoint(ctx: Context, tenantId: string, id: string): Promise<EndpointView> {
@@ -285,7 +302,7 @@ export async function restoreEndpoint(ctx: Context, tenantId: string, id: string
       now,
     );
   });
-  return toEndpointView(row);
+  return toEndpointView(row, ctx.envelope);
 }
 
 export async function rotateSecret(

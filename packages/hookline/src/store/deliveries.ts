@@ -273,6 +273,8 @@ export interface ClaimedAttempt {
   secret: Buffer;
   previous_secret: Buffer | null;
   previous_secret_expires_at: number | null;
+  /** The endpoint's sealed custom headers (endpoints/custom-headers.ts); null for none. */
+  endpoint_headers: Buffer | null;
   /**
    * The endpoint had no failing streak and no open circuit when claimed: a success then has no health
    * to restore, and the flush skips those writes (1/0 on SQLite, boolean on PostgreSQL).

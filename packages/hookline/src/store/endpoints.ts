@@ -23,13 +23,15 @@ export interface EndpointRow {
   deleted_at: number | null;
   /** At most this many attempts per second, all workers together; null for no limit (§4.1). */
   rate_limit: number | null;
+  /** Sealed JSON object of custom request headers (endpoints/custom-headers.ts); null for none. */
+  headers: Buffer | null;
 }
 
 export async function insertEndpoint(q: Queryable, row: EndpointRow): Promise<void> {
   await q.run(
     `INSERT INTO endpoints (id, tenant_id, url, events, description, status, disabled_reason, secret,
-       previous_secret, previous_secret_expires_at, failing_since, created_at, updated_at, deleted_at, rate_limit)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+       previous_secret, previous_secret_expires_at, failing_since, created_at, updated_at, deleted_at, rate_limit, headers)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
     [
       row.id,
       row.tenant_id,
@@ -46,6 +48,7 @@ export async function insertEndpoint(q: Queryable, row: EndpointRow): Promise<vo
       row.updated_at,
       row.deleted_at,
       row.rate_limit,
+      row.headers,
     ],
   );
 }
@@ -141,6 +144,7 @@ export type EndpointChanges = Partial<
     | 'circuit_open_until'
     | 'deleted_at'
     | 'rate_limit'
+    | 'headers'
   >
 >;
 
@@ -157,6 +161,7 @@ const CHANGEABLE: readonly (keyof EndpointChanges)[] = [
   'circuit_open_until',
   'deleted_at',
   'rate_limit',
+  'headers',
 ];
 
 /** Writes a transition decided on a row read with `lockEndpoint` in the same transaction. */

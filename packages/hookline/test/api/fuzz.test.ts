@@ -409,7 +409,8 @@ describe.each(STORE_KINDS)('fuzz of every route in /openapi.json on %s', (kind) 
       `fuzz on ${kind}, seed ${SEED}: ${ops.length} routes, answers by status ${JSON.stringify(statuses)}`,
     );
     expect(Object.keys(statuses).some((s) => Number(s) < 300)).toBe(true);
-  });
+    // Thousands of requests, more with every field a route takes: minutes on a busy machine.
+  }, 180_000);
 
   it('is healthy afterwards: health, readiness and a normal create and list', async () => {
     expect((await t.call('GET', '/healthz', null)).statusCode).toBe(200);

@@ -49,6 +49,7 @@ describe.each(STORE_KINDS)('webhook endpoints on %s', (kind) => {
         status: 'active',
         disabled_reason: null,
         rate_limit: null,
+        headers: {},
         created_at: new Date(clock.now()).toISOString(),
         updated_at: new Date(clock.now()).toISOString(),
       });

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { HEADER_LIMITS, HEADER_VALUE_PATTERN, RESERVED_HEADERS } from '../../endpoints/custom-headers.js';
 import { ENDPOINT_LIMITS } from '../../endpoints/endpoint-service.js';
 import { Cursor, Limit, Timestamp, TenantId } from './common.js';
 
@@ -29,12 +30,34 @@ const RateLimit = Type.Union(
   },
 );
 
+// Names (HTTP tokens, none reserved) are checked by endpoints/custom-headers.ts, which words each
+// refusal; every error under `headers`, these schema's included, is 400 invalid_headers (api/errors.ts).
+const HEADERS_ACCEPTS =
+  `an object of at most ${HEADER_LIMITS.count} header names to values of at most ` +
+  `${HEADER_LIMITS.valueLength} printable ASCII characters`;
+const Headers = Type.Record(
+  Type.String(),
+  Type.String({
+    maxLength: HEADER_LIMITS.valueLength,
+    pattern: HEADER_VALUE_PATTERN,
+    'x-accepts': `a string of at most ${HEADER_LIMITS.valueLength} printable ASCII characters, without a leading or trailing space`,
+  }),
+  {
+    maxProperties: HEADER_LIMITS.count,
+    description:
+      'Extra request headers sent with every delivery (stored encrypted). Names are HTTP tokens; these are ' +
+      `reserved (any case): ${RESERVED_HEADERS.join(', ')}`,
+    'x-accepts': HEADERS_ACCEPTS,
+  },
+);
+
 const endpointProperties = {
   id: Type.String({ description: 'webhook_…' }),
   url: Type.String(),
   events: Type.Array(Type.String()),
   description: Type.String(),
   rate_limit: RateLimit,
+  headers: Type.Record(Type.String(), Type.String()),
   status: Type.Union(
     [Type.Literal('active'), Type.Literal('paused'), Type.Literal('disabled'), Type.Literal('deleted')],
     {
@@ -56,7 +79,13 @@ export const EndpointWithSecret = Type.Object({
 });
 
 export const CreateEndpointBody = Type.Object(
-  { url: Url, events: Events, description: Type.Optional(Description), rate_limit: Type.Optional(RateLimit) },
+  {
+    url: Url,
+    events: Events,
+    description: Type.Optional(Description),
+    rate_limit: Type.Optional(RateLimit),
+    headers: Type.Optional(Headers),
+  },
   { additionalProperties: false },
 );
 
@@ -66,6 +95,7 @@ export const PatchEndpointBody = Type.Object(
     events: Type.Optional(Events),
     description: Type.Optional(Description),
     rate_limit: Type.Optional(RateLimit),
+    headers: Type.Optional(Headers),
     status: Type.Optional(
       Type.Union([Type.Literal('active'), Type.Literal('paused')], {
         description:

@@ -9,6 +9,7 @@ import * as m005 from './005-ordering-and-rate-limits.js';
 import * as m006 from './006-replay-jobs.js';
 import * as m007 from './007-line-index-by-completion.js';
 import * as m008 from './008-dead-letter-count.js';
+import * as m009 from './009-endpoint-headers.js';
 
 interface Migration {
   version: number;
@@ -25,6 +26,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, ...m006 },
   { version: 7, ...m007 },
   { version: 8, ...m008 },
+  { version: 9, ...m009 },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.length;

@@ -8,7 +8,13 @@ import type { ClaimOptions, ClaimedAttempt } from '../deliveries.js';
 /** A ready endpoint queue, with what its attempts need of the endpoint (read once, not per attempt). */
 type Ready = Pick<
   ClaimedAttempt,
-  'endpoint_id' | 'url' | 'secret' | 'previous_secret' | 'previous_secret_expires_at' | 'endpoint_healthy'
+  | 'endpoint_id'
+  | 'url'
+  | 'secret'
+  | 'previous_secret'
+  | 'previous_secret_expires_at'
+  | 'endpoint_headers'
+  | 'endpoint_healthy'
 > & {
   room: number;
   rate_interval_us: number | null;
@@ -81,7 +87,7 @@ export async function claimWithin(
   const ready = await tx.all<Ready>(
     `SELECT q.endpoint_id, ${least('sqlite', 'q.concurrency_limit', '$2')} - q.in_flight AS room,
        q.rate_interval_us, q.rate_tolerance_us, q.rate_tat_us,
-       e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
+       e.url, e.secret, e.previous_secret, e.previous_secret_expires_at, e.headers AS endpoint_headers,
        (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy
      FROM endpoint_queues q JOIN endpoints e ON e.id = q.endpoint_id
      WHERE q.ready_at <= $1 ORDER BY q.ready_at ${limitParam(3)}`,
@@ -129,6 +135,7 @@ export async function claimWithin(
         secret: r.secret,
         previous_secret: r.previous_secret,
         previous_secret_expires_at: r.previous_secret_expires_at,
+        endpoint_headers: r.endpoint_headers,
         endpoint_healthy: r.endpoint_healthy,
         send_at: slot === null ? null : Math.floor((slot + pacedSendDelayUs(r.rate_interval_us!)) / 1000),
       });

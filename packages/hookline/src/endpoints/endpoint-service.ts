@@ -1,6 +1,5 @@
 // The tenant-facing endpoint operations of /v1/webhooks. Callers pass an already-authorised tenant id;
 // another tenant's endpoint is simply not found.
-import { generateSecret } from '@hookline/consumer';
 import { findInvalidEventFilters, invalidEventFiltersMessage } from '../catalogue/index.js';
 import type { Context } from '../context.js';
 import { HooklineError, notFound } from '../errors.js';
@@ -20,12 +19,14 @@ import {
   type EndpointChanges,
   type EndpointRow,
   type EndpointStatus,
+  type SignatureScheme,
 } from '../store/endpoints.js';
 import type { Queryable } from '../store/db.js';
 import { ensureTenant, lockTenant } from '../store/tenants.js';
 import type { Envelope } from '../crypto/envelope.js';
 import { checkHeaders, openHeaders, sealHeaders } from './custom-headers.js';
 import { secretAad } from './signing-secrets.js';
+import { newSigningKey, revealed } from './signing-keys.js';
 
 export const ENDPOINT_LIMITS = {
   url: 2048,
@@ -43,6 +44,8 @@ export interface EndpointView {
   description: string;
   rate_limit: number | null;
   headers: Record<string, string>;
+  signature_scheme: SignatureScheme;
+  public_key: string | null;
   status: EndpointStatus;
   disabled_reason: string | null;
   created_at: string;
@@ -58,6 +61,8 @@ export function toEndpointView(row: EndpointRow, envelope: Envelope): EndpointVi
     description: row.description,
     rate_limit: row.rate_limit === null ? null : Number(row.rate_limit),
     headers: openHeaders(envelope, row.id, row.headers),
+    signature_scheme: row.signature_scheme,
+    public_key: row.public_key,
     status: row.status,
     disabled_reason: row.disabled_reason,
     created_at: isoTime(row.created_at),
@@ -159,14 +164,16 @@ export async function createEndpoint(
     description?: string;
     rate_limit?: number | null;
     headers?: Record<string, string>;
+    signature_scheme?: SignatureScheme;
   },
-): Promise<EndpointView & { signing_secret: string }> {
+): Promise<EndpointView & ({ signing_secret: string } | { public_key: string })> {
   const events = normaliseEvents(input.events);
   const headers = checkHeaders(input.headers ?? {});
   const url = await checkUrl(ctx, input.url);
   const now = ctx.clock();
   const id = newId('endpoint', now);
-  const secret = generateSecret();
+  const scheme = input.signature_scheme ?? 'v1';
+  const key = newSigningKey(scheme);
   const row: EndpointRow = {
     id,
     tenant_id: tenantId,
@@ -175,7 +182,7 @@ export async function createEndpoint(
     description: checkDescription(input.description ?? ''),
     status: 'active',
     disabled_reason: null,
-    secret: ctx.envelope.seal(secret, secretAad(id, 'current')),
+    secret: ctx.envelope.seal(key.stored, secretAad(id, 'current')),
     previous_secret: null,
     previous_secret_expires_at: null,
     failing_since: null,
@@ -185,6 +192,8 @@ export async function createEndpoint(
     deleted_at: null,
     rate_limit: input.rate_limit ?? null,
     headers: sealHeaders(ctx.envelope, id, headers),
+    signature_scheme: scheme,
+    public_key: key.publicKey,
   };
   await ctx.db.transaction(async (tx) => {
     await ensureTenant(tx, tenantId, now);
@@ -193,7 +202,7 @@ export async function createEndpoint(
     await createQueue(tx, id);
     if (row.rate_limit !== null) await setQueueRate(tx, id, row.rate_limit);
   });
-  return { ...toEndpointView(row, ctx.envelope), signing_secret: secret };
+  return { ...toEndpointView(row, ctx.envelope), ...revealed(scheme, key) };
 }
 
 export async function getEndpointView(ctx: Context, tenantId: string, id: string): Promise<EndpointView> {
@@ -310,15 +319,21 @@ export async function rotateSecret(
   tenantId: string,
   id: string,
   gracePeriodSeconds: number,
-): Promise<{ id: string; signing_secret: string }> {
+  newScheme?: SignatureScheme,
+): Promise<{ id: string } & ({ signing_secret: string } | { public_key: string })> {
   checkId(id);
   const now = ctx.clock();
-  const secret = generateSecret();
-  const sealed = ctx.envelope.seal(secret, secretAad(id, 'current'));
-  await ctx.db.transaction(async (tx) => {
+  // Without a scheme the rotation keeps the endpoint's (read under the lock below); the key of each
+  // scheme is made before the transaction, so no key generation runs while the row is locked.
+  const keys = { v1: newSigningKey('v1'), v1a: newSigningKey('v1a') };
+  const scheme = await ctx.db.transaction(async (tx) => {
     // The secret kept for the grace is the one current under the lock, so of two rotations at once
     // the later keeps the earlier's. A rotation ends any earlier grace: at most two remain.
     const row = await lockForTransition(tx, tenantId, id);
+    const scheme = newScheme ?? row.signature_scheme;
+    const key = keys[scheme];
+    // The old key keeps signing through the grace, whatever its scheme: switching schemes, an
+    // attempt then carries one signature of each (docs/contract.md §5).
     const previous =
       gracePeriodSeconds > 0
         ? ctx.envelope.seal(
@@ -330,12 +345,15 @@ export async function rotateSecret(
       tx,
       id,
       {
-        secret: sealed,
+        secret: ctx.envelope.seal(key.stored, secretAad(id, 'current')),
         previous_secret: previous,
         previous_secret_expires_at: previous ? now + gracePeriodSeconds * 1000 : null,
+        signature_scheme: scheme,
+        public_key: key.publicKey,
       },
       now,
     );
+    return scheme;
   });
-  return { id, signing_secret: secret };
+  return { id, ...revealed(scheme, keys[scheme]) };
 }

@@ -2,6 +2,8 @@ import { greatest, least, limitParam, placeholders, type Queryable } from './db.
 
 export const ENDPOINT_STATUSES = ['active', 'paused', 'disabled', 'deleted'] as const;
 export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
+export const SIGNATURE_SCHEMES = ['v1', 'v1a'] as const;
+export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
 
 export interface EndpointRow {
   id: string;
@@ -25,13 +27,16 @@ export interface EndpointRow {
   rate_limit: number | null;
   /** Sealed JSON object of custom request headers (endpoints/custom-headers.ts); null for none. */
   headers: Buffer | null;
+  /** v1: `secret` holds a whsec_ secret; v1a: a whsk_ Ed25519 private key, and `public_key` its whpk_. */
+  signature_scheme: SignatureScheme;
+  public_key: string | null;
 }
 
 export async function insertEndpoint(q: Queryable, row: EndpointRow): Promise<void> {
   await q.run(
     `INSERT INTO endpoints (id, tenant_id, url, events, description, status, disabled_reason, secret,
-       previous_secret, previous_secret_expires_at, failing_since, created_at, updated_at, deleted_at, rate_limit, headers)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+       previous_secret, previous_secret_expires_at, failing_since, created_at, updated_at, deleted_at, rate_limit, headers, signature_scheme, public_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
     [
       row.id,
       row.tenant_id,
@@ -49,6 +54,8 @@ export async function insertEndpoint(q: Queryable, row: EndpointRow): Promise<vo
       row.deleted_at,
       row.rate_limit,
       row.headers,
+      row.signature_scheme,
+      row.public_key,
     ],
   );
 }
@@ -145,6 +152,8 @@ export type EndpointChanges = Partial<
     | 'deleted_at'
     | 'rate_limit'
     | 'headers'
+    | 'signature_scheme'
+    | 'public_key'
   >
 >;
 
@@ -162,6 +171,8 @@ const CHANGEABLE: readonly (keyof EndpointChanges)[] = [
   'deleted_at',
   'rate_limit',
   'headers',
+  'signature_scheme',
+  'public_key',
 ];
 
 /** Writes a transition decided on a row read with `lockEndpoint` in the same transaction. */

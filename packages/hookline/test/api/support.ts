@@ -19,7 +19,9 @@ export const ENDPOINT_KEYS = [
   'events',
   'headers',
   'id',
+  'public_key',
   'rate_limit',
+  'signature_scheme',
   'status',
   'updated_at',
   'url',
@@ -32,6 +34,8 @@ export interface EndpointJson {
   description: string;
   rate_limit: number | null;
   headers: Record<string, string>;
+  signature_scheme: 'v1' | 'v1a';
+  public_key: string | null;
   status: 'active' | 'paused' | 'disabled' | 'deleted';
   disabled_reason: string | null;
   created_at: string;
@@ -59,6 +63,7 @@ export function expectEndpoint(res: LightMyRequestResponse, status = 200): Endpo
   const body = res.json() as EndpointJson;
   expectEndpointShape(body);
   expect(res.body).not.toContain('whsec_');
+  expect(res.body).not.toContain('whsk_');
   return body;
 }
 

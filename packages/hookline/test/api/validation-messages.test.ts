@@ -9,7 +9,7 @@ type Role = 'tenant' | 'producer' | 'instance_manager';
 /** [what, method, url, role, body, code, message]; `:id` is replaced by a real endpoint's id. */
 type Case = [string, string, string, Role, unknown, string, string];
 
-const CREATE_FIELDS = 'url, events, description, rate_limit, headers';
+const CREATE_FIELDS = 'url, events, description, rate_limit, headers, signature_scheme';
 const PATCH_FIELDS = 'url, events, description, rate_limit, headers, status';
 const FILTERS = 'user.*, organization.*, organizationMembership.*, *';
 const EVENTS_ACCEPTS = `events must be a list of 1-50 event type names (GET /v1/event-types) or the wildcards ${FILTERS}`;

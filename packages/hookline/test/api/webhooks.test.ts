@@ -50,6 +50,8 @@ describe.each(STORE_KINDS)('webhook endpoints on %s', (kind) => {
         disabled_reason: null,
         rate_limit: null,
         headers: {},
+        signature_scheme: 'v1',
+        public_key: null,
         created_at: new Date(clock.now()).toISOString(),
         updated_at: new Date(clock.now()).toISOString(),
       });

@@ -38,7 +38,9 @@ export function webhookRoutes(ctx: Context): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           security,
-          summary: 'Create an endpoint; the answer carries its signing secret, shown only this once',
+          summary:
+            "Create an endpoint; a v1 endpoint's answer carries its signing secret, shown only this once, " +
+            "a v1a endpoint's its public key",
           querystring: TenantQuery,
           body: CreateEndpointBody,
           response: { 201: EndpointWithSecret, ...authErrors },
@@ -150,7 +152,8 @@ export function webhookRoutes(ctx: Context): FastifyPluginAsyncTypebox {
           tags,
           security,
           summary:
-            'Replace the signing secret; with a grace period deliveries carry both signatures meanwhile',
+            'Replace the signing secret or key pair, optionally switching signature_scheme; with a grace ' +
+            'period deliveries carry both signatures meanwhile',
           params: IdParam,
           querystring: TenantQuery,
           body: RotateSecretBody,
@@ -163,6 +166,7 @@ export function webhookRoutes(ctx: Context): FastifyPluginAsyncTypebox {
           actingTenant(request, request.query.tenant_id),
           request.params.id,
           request.body?.grace_period_seconds ?? 0,
+          request.body?.signature_scheme,
         ),
     );
   };

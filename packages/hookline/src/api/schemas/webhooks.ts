@@ -51,6 +51,10 @@ const Headers = Type.Record(
   },
 );
 
+const Scheme = Type.Union([Type.Literal('v1'), Type.Literal('v1a')], {
+  description: "v1: HMAC-SHA256 with a whsec_ secret; v1a: Ed25519, verified with the endpoint's public_key",
+});
+
 const endpointProperties = {
   id: Type.String({ description: 'webhook_…' }),
   url: Type.String(),
@@ -58,6 +62,10 @@ const endpointProperties = {
   description: Type.String(),
   rate_limit: RateLimit,
   headers: Type.Record(Type.String(), Type.String()),
+  signature_scheme: Scheme,
+  public_key: Type.Union([Type.String(), Type.Null()], {
+    description: 'v1a endpoints: whpk_ + base64 of the 32-byte Ed25519 public key; null for v1',
+  }),
   status: Type.Union(
     [Type.Literal('active'), Type.Literal('paused'), Type.Literal('disabled'), Type.Literal('deleted')],
     {
@@ -75,7 +83,11 @@ export const Endpoint = Type.Object(endpointProperties, { $id: 'Endpoint' });
 
 export const EndpointWithSecret = Type.Object({
   ...endpointProperties,
-  signing_secret: Type.String({ description: 'whsec_…; shown only here and by rotate-secret' }),
+  signing_secret: Type.Optional(
+    Type.String({
+      description: 'v1 endpoints only: whsec_…; shown only here and by rotate-secret',
+    }),
+  ),
 });
 
 export const CreateEndpointBody = Type.Object(
@@ -85,6 +97,7 @@ export const CreateEndpointBody = Type.Object(
     description: Type.Optional(Description),
     rate_limit: Type.Optional(RateLimit),
     headers: Type.Optional(Headers),
+    signature_scheme: Type.Optional(Scheme),
   },
   { additionalProperties: false },
 );
@@ -117,11 +130,16 @@ export const RotateSecretBody = Type.Object(
         description: 'How long deliveries also carry a signature made with the old secret',
       }),
     ),
+    signature_scheme: Type.Optional(Scheme),
   },
   { additionalProperties: false },
 );
 
-export const RotatedSecret = Type.Object({ id: Type.String(), signing_secret: Type.String() });
+export const RotatedSecret = Type.Object({
+  id: Type.String(),
+  signing_secret: Type.Optional(Type.String({ description: 'After the rotation a v1 endpoint: whsec_…' })),
+  public_key: Type.Optional(Type.String({ description: 'After the rotation a v1a endpoint: whpk_…' })),
+});
 
 export const TenantQuery = Type.Object(
   { tenant_id: Type.Optional(TenantId) },

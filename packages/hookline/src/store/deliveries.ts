@@ -275,6 +275,8 @@ export interface ClaimedAttempt {
   previous_secret_expires_at: number | null;
   /** The endpoint's sealed custom headers (endpoints/custom-headers.ts); null for none. */
   endpoint_headers: Buffer | null;
+  /** 1 for a test event's delivery (POST /v1/webhooks/:id/test): not dead-lettered when it dies. */
+  is_test: number;
   /**
    * The endpoint had no failing streak and no open circuit when claimed: a success then has no health
    * to restore, and the flush skips those writes (1/0 on SQLite, boolean on PostgreSQL).

@@ -12,6 +12,7 @@ import {
   restoreEndpoint,
   rotateSecret,
 } from '../../endpoints/endpoint-service.js';
+import { sendTestEvent } from '../../endpoints/test-events.js';
 import { actingTenant } from '../auth.js';
 import { IdParam, authErrors, emptyBodyAsObject, page } from '../schemas/common.js';
 import {
@@ -22,6 +23,8 @@ import {
   RotateSecretBody,
   RotatedSecret,
   TenantQuery,
+  TestEventAnswer,
+  TestEventBody,
 } from '../schemas/webhooks.js';
 
 const config = { roles: ['tenant', 'instance_manager'] as const };
@@ -168,6 +171,35 @@ export function webhookRoutes(ctx: Context): FastifyPluginAsyncTypebox {
           request.body?.grace_period_seconds ?? 0,
           request.body?.signature_scheme,
         ),
+    );
+
+    app.post(
+      '/v1/webhooks/:id/test',
+      {
+        config,
+        preValidation: emptyBodyAsObject,
+        schema: {
+          tags,
+          security,
+          summary:
+            'Send this endpoint alone one delivery of a catalogue example, signed and queued like any other',
+          params: IdParam,
+          querystring: TenantQuery,
+          body: TestEventBody,
+          response: { 202: TestEventAnswer, ...authErrors, ...notFound, 409: Type.Ref('Error') },
+        },
+      },
+      async (request, reply) =>
+        reply
+          .status(202)
+          .send(
+            await sendTestEvent(
+              ctx,
+              actingTenant(request, request.query.tenant_id),
+              request.params.id,
+              request.body?.type,
+            ),
+          ),
     );
   };
 }

@@ -162,3 +162,22 @@ export const ListEndpointsQuery = Type.Object(
   },
   { additionalProperties: false },
 );
+
+export const TestEventBody = Type.Object(
+  {
+    type: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          'A catalogue event name the endpoint subscribes to; default: the first such in catalogue order',
+        'x-accepts': 'an event type name (GET /v1/event-types) that the endpoint subscribes to',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const TestEventAnswer = Type.Object({
+  id: Type.String({ description: "msg_…: the test delivery's hook-id" }),
+});

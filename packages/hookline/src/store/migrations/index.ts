@@ -11,6 +11,7 @@ import * as m007 from './007-line-index-by-completion.js';
 import * as m008 from './008-dead-letter-count.js';
 import * as m009 from './009-endpoint-headers.js';
 import * as m010 from './010-signature-schemes.js';
+import * as m011 from './011-test-messages.js';
 
 interface Migration {
   version: number;
@@ -29,6 +30,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 8, ...m008 },
   { version: 9, ...m009 },
   { version: 10, ...m010 },
+  { version: 11, ...m011 },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.length;

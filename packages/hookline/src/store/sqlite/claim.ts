@@ -34,6 +34,7 @@ type Pending = Pick<
   | 'replay_of'
   | 'ordering_key'
   | 'payload'
+  | 'is_test'
 > & { next_attempt_at: number };
 
 /**
@@ -110,7 +111,7 @@ export async function claimWithin(
     // what their attempts need, so no second read of the claimed deliveries follows.
     const rows = await tx.all<Pending>(
       `SELECT d.id, d.next_attempt_at, d.message_id, d.tenant_id, d.event_type, d.attempts,
-         d.first_headers, d.replay_of, d.ordering_key, m.payload
+         d.first_headers, d.replay_of, d.ordering_key, m.payload, m.is_test
        FROM deliveries d JOIN messages m ON m.id = d.message_id
        WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at ${limitParam(2)}`,
       [r.endpoint_id, room + 1],
@@ -131,6 +132,7 @@ export async function claimWithin(
         replay_of: d.replay_of,
         ordering_key: d.ordering_key,
         payload: d.payload,
+        is_test: d.is_test,
         url: r.url,
         secret: r.secret,
         previous_secret: r.previous_secret,

@@ -155,17 +155,30 @@ async function checkEndpointCap(ctx: Context, tx: Queryable, tenantId: string): 
 const endpointDeleted = () =>
   new HooklineError('endpoint_deleted', 'this endpoint is deleted; restore it before changing it');
 
+export interface CreateEndpointInput {
+  url: string;
+  events: string[];
+  description?: string;
+  rate_limit?: number | null;
+  headers?: Record<string, string>;
+  signature_scheme?: SignatureScheme;
+}
+
+/** A v1 endpoint's answer carries its secret; a v1a endpoint's its public key (on the view already). */
 export async function createEndpoint(
   ctx: Context,
   tenantId: string,
-  input: {
-    url: string;
-    events: string[];
-    description?: string;
-    rate_limit?: number | null;
-    headers?: Record<string, string>;
-    signature_scheme?: SignatureScheme;
-  },
+  input: CreateEndpointInput & { signature_scheme?: 'v1' },
+): Promise<EndpointView & { signing_secret: string }>;
+export async function createEndpoint(
+  ctx: Context,
+  tenantId: string,
+  input: CreateEndpointInput,
+): Promise<EndpointView & ({ signing_secret: string } | { public_key: string })>;
+export async function createEndpoint(
+  ctx: Context,
+  tenantId: string,
+  input: CreateEndpointInput,
 ): Promise<EndpointView & ({ signing_secret: string } | { public_key: string })> {
   const events = normaliseEvents(input.events);
   const headers = checkHeaders(input.headers ?? {});

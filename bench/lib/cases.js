@@ -450,10 +450,12 @@ async function isolationCase(ctx) {
 async function fanoutCase(ctx) {
   const metrics = {};
   const notes = {};
+  // One tenant with 1,000 endpoints: past the default HOOKLINE_MAX_ENDPOINTS_PER_TENANT (100).
+  const env = { HOOKLINE_MAX_ENDPOINTS_PER_TENANT: '1000' };
   for (const endpoints of [1, 1000]) {
     ctx.log(`fan-out: 50 emits/s with ${fmt(endpoints)} endpoint(s)`);
     await withSubscribers(['ok'], (sub) =>
-      withHookline('sqlite', { api: 'embedded' }, async (hl) => {
+      withHookline('sqlite', { api: 'embedded', env }, async (hl) => {
         const api = hl.api;
         const urls = Array.from({ length: endpoints }, (_, i) => sub.url(`/hook/${i}`));
         await createEndpoints(api.origin, hl.tenantKey, urls);

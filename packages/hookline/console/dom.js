@@ -60,6 +60,7 @@ const TONES = {
   succeeded: 'ok',
   pending: 'info',
   delivering: 'info',
+  paused: 'info',
   disabled: 'warn',
   dead: 'danger',
   deleted: 'neutral',

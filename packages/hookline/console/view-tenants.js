@@ -46,6 +46,7 @@ async function loadTenants({ append }) {
 
 function countsText(e) {
   const parts = [`${e.active} active`];
+  if (e.paused) parts.push(`${e.paused} paused`);
   if (e.disabled) parts.push(`${e.disabled} disabled`);
   if (e.deleted) parts.push(`${e.deleted} deleted`);
   return parts.join(' · ');
@@ -126,6 +127,20 @@ function renderEndpoints(tenantId, endpoints) {
   );
 }
 
+/**
+ * How deliveries to it are signed, and the names of its custom headers (docs/contract.md §4.1). Only
+ * the names: the values often carry the subscriber's token.
+ */
+function signingText(e) {
+  const names = Object.keys(e.headers ?? {});
+  return h(
+    'div',
+    { class: 'sub signing' },
+    e.signature_scheme === 'v1a' ? 'v1a (Ed25519) signatures' : 'v1 (HMAC) signatures',
+    names.length > 0 ? ` · headers: ${names.join(', ')}` : null,
+  );
+}
+
 function endpointRow(tenantId, e) {
   return h(
     'tr',
@@ -135,6 +150,7 @@ function endpointRow(tenantId, e) {
       { class: 'endpoint-cell' },
       h('div', { class: 'mono truncate url', title: e.url }, e.url),
       h('div', { class: 'sub' }, idText(e.id), e.description ? ` · ${e.description}` : null),
+      signingText(e),
       eventChips(e.events),
     ),
     h(

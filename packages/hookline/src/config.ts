@@ -36,6 +36,8 @@ export interface Config {
   readonly circuitBreakAfterMs: number;
   /** Requests per second one tenant key may make (bursts of twice that); 0 turns the limit off. */
   readonly tenantRateLimit: number;
+  /** Endpoints a tenant may have that are not deleted: bounds how far one emit can fan out. */
+  readonly maxEndpointsPerTenant: number;
   /** SQLite's `synchronous` pragma: `normal` (fast; a power loss may lose the last commits) or `full`. */
   readonly sqliteSynchronous: 'normal' | 'full';
 }
@@ -69,6 +71,7 @@ export const DEFAULTS = {
   workerAdminPort: 8081,
   retentionDays: 30,
   tenantRateLimit: 20,
+  maxEndpointsPerTenant: 100,
   circuitBreakAfterMs: 60_000,
   sqliteSynchronous: 'normal',
 } as const;
@@ -96,6 +99,7 @@ export const KNOWN_VARIABLES = [
   'HOOKLINE_RETENTION_DAYS',
   'HOOKLINE_CIRCUIT_BREAK_AFTER_MS',
   'HOOKLINE_TENANT_RATE_LIMIT',
+  'HOOKLINE_MAX_ENDPOINTS_PER_TENANT',
   'HOOKLINE_SQLITE_SYNCHRONOUS',
 ] as const;
 
@@ -333,6 +337,13 @@ export function loadConfig(env: Env = process.env): Config {
       86_400_000,
     ),
     tenantRateLimit: readInt(env, 'HOOKLINE_TENANT_RATE_LIMIT', DEFAULTS.tenantRateLimit, 0, 100_000),
+    maxEndpointsPerTenant: readInt(
+      env,
+      'HOOKLINE_MAX_ENDPOINTS_PER_TENANT',
+      DEFAULTS.maxEndpointsPerTenant,
+      1,
+      100_000,
+    ),
     sqliteSynchronous: readChoice(env, 'HOOKLINE_SQLITE_SYNCHRONOUS', DEFAULTS.sqliteSynchronous, [
       'normal',
       'full',

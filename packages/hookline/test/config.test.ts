@@ -36,6 +36,11 @@ describe('loadConfig', () => {
     expect(total).toBeGreaterThan(24 * 60 * 60 * 1000);
   });
 
+  it('HOOKLINE_MAX_ENDPOINTS_PER_TENANT is 100 by default and read when set', () => {
+    expect(loadConfig({}).maxEndpointsPerTenant).toBe(100);
+    expect(loadConfig({ HOOKLINE_MAX_ENDPOINTS_PER_TENANT: '3' }).maxEndpointsPerTenant).toBe(3);
+  });
+
   it('reads earlier encryption keys for rows written before a rotation', () => {
     const old = Buffer.alloc(32, 9).toString('base64');
     expect(
@@ -86,6 +91,8 @@ describe('loadConfig', () => {
     [{ HOOKLINE_ENCRYPTION_KEY: 'not base64 at all!' }, 'HOOKLINE_ENCRYPTION_KEY'],
     [{ HOOKLINE_DATABASE_URL: 'postgres://u@db/x' }, 'HOOKLINE_ENCRYPTION_KEY'],
     [{ HOOKLINE_PREVIOUS_ENCRYPTION_KEYS: `${KEY},short` }, 'HOOKLINE_PREVIOUS_ENCRYPTION_KEYS'],
+    [{ HOOKLINE_MAX_ENDPOINTS_PER_TENANT: '0' }, 'HOOKLINE_MAX_ENDPOINTS_PER_TENANT'],
+    [{ HOOKLINE_MAX_ENDPOINTS_PER_TENANT: 'lots' }, 'HOOKLINE_MAX_ENDPOINTS_PER_TENANT'],
   ])('rejects %o naming %s', (env, variable) => {
     expect(() => loadConfig(env)).toThrowError(ConfigError);
     try {

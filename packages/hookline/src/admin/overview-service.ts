@@ -21,6 +21,7 @@ export async function listTenantViews(ctx: Context, limit: number, cursor: strin
     created_at: isoTime(t.created_at),
     endpoints: {
       active: Number(t.endpoints_active),
+      paused: Number(t.endpoints_paused),
       disabled: Number(t.endpoints_disabled),
       deleted: Number(t.endpoints_deleted),
     },
@@ -62,7 +63,7 @@ export async function tenantEndpointHealth(ctx: Context, tenantId: string) {
       const succeeded = Number(h?.succeeded ?? 0);
       const failed = Number(h?.failed ?? 0) + Number(h?.dead ?? 0);
       return {
-        ...toEndpointView(row),
+        ...toEndpointView(row, ctx.envelope),
         health: {
           window_hours: 24,
           succeeded,

@@ -105,7 +105,13 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
       findForbiddenText(request.body, 'body', request.routeOptions.config.payloadFields);
     // A cursor is opaque to clients: whatever is wrong with it, it is not one this API returned.
     if (problem) {
-      const code = problem.path === 'querystring/cursor' ? 'invalid_cursor' : 'validation_failed';
+      // An endpoint's custom headers answer invalid_headers for every fault (docs/contract.md §4.1).
+      const code =
+        problem.path === 'querystring/cursor'
+          ? 'invalid_cursor'
+          : /^body\/headers(\/|$)/.test(problem.path)
+            ? 'invalid_headers'
+            : 'validation_failed';
       throw new HooklineError(code, problem.message);
     }
   });

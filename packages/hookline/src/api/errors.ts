@@ -13,8 +13,12 @@ const DATABASE_RETRY_AFTER_S = 1;
 
 function fromFastify(err: FastifyError): HooklineError | null {
   if (err.validation) {
+    // docs/contract.md §4.1: every invalid `headers` value of an endpoint is invalid_headers.
+    const inHeaders =
+      err.validationContext === 'body' &&
+      (err.validation as ErrorObject[]).every((e) => e.instancePath.startsWith('/headers'));
     return new HooklineError(
-      'validation_failed',
+      inHeaders ? 'invalid_headers' : 'validation_failed',
       validationMessage(err.validationContext ?? 'request', err.validation as ErrorObject[]),
     );
   }

@@ -26,3 +26,16 @@ export function deliveryHeaders(input: {
     'user-agent': USER_AGENT,
   };
 }
+
+/**
+ * The request headers of an attempt: the endpoint's custom headers, then hookline's own (no custom name
+ * can be one of them: endpoints/custom-headers.ts). Only hookline's own are kept with the delivery as
+ * "first sent" (deliveries.first_headers is not sealed, and custom headers often carry a token; they
+ * stay sealed in the endpoint row).
+ */
+export function requestHeaders(
+  own: Readonly<Record<string, string>>,
+  custom: Readonly<Record<string, string>>,
+): Record<string, string> {
+  return { ...custom, ...own };
+}

@@ -6,7 +6,7 @@ import type { Context } from '../context.js';
 import { claimOptions } from '../engine/claims.js';
 import { fanOutBatch } from '../engine/fanout.js';
 import { claimsWithWrite, judgeAttempt, writeOutcomes, type Outcome } from '../engine/outcomes.js';
-import { messageAad, signingSecrets } from '../engine/sealing.js';
+import { messageAad, openHeaders, signingSecrets } from '../engine/sealing.js';
 import type { ClaimedAttempt } from '../store/attempts.js';
 import {
   claimDeliveries,
@@ -22,7 +22,7 @@ import { ReplayRunner } from './replay-runner.js';
 import { notSent, Sender, type SendResult, type Sending } from './sender.js';
 import { SenderThread } from './sender-thread.js';
 import { Wake } from './wake.js';
-import { deliveryHeaders } from './wire.js';
+import { deliveryHeaders, requestHeaders } from './wire.js';
 
 export interface WorkerOptions {
   /** Longest sleep when idle; notifications usually wake the worker sooner. */
@@ -328,12 +328,17 @@ export class DeliveryWorker {
     const started = this.ctx.clock();
     const body = opened.body(delivery);
     const secrets = opened.secrets(delivery, started);
-    if (body === null || secrets === null) {
+    const custom = opened.headers(delivery);
+    if (body === null || secrets === null || custom === null) {
       // Counted as a failed attempt, so it ends (dead, without a record of a body it cannot read)
       // instead of being claimed again every lease period. The usual cause is a wrong
       // HOOKLINE_ENCRYPTION_KEY (or a missing HOOKLINE_PREVIOUS_ENCRYPTION_KEYS after a rotation).
       const error =
-        body === null ? 'stored message cannot be decrypted' : 'signing secret cannot be decrypted';
+        body === null
+          ? 'stored message cannot be decrypted'
+          : secrets === null
+            ? 'signing secret cannot be decrypted'
+            : 'custom headers cannot be decrypted';
       log().error(`attempt impossible: ${error}`);
       await this.outcomes.push(
         judgeAttempt(this.ctx, { delivery, headers: {}, body }, notSent(error), this.options.random),
@@ -352,7 +357,7 @@ export class DeliveryWorker {
     const result: SendResult =
       delivery.attempts > maxAttempts
         ? notSent('worker lease expired during the last attempt')
-        : await this.sender.send({ url: delivery.url, headers, body });
+        : await this.sender.send({ url: delivery.url, headers: requestHeaders(headers, custom), body });
     if (this.interrupting) return; // shutting down: the claim is released, not judged
     this.ctx.metrics.attemptSeconds.observe(result.durationMs / 1000);
     await this.outcomes.push(
@@ -371,6 +376,7 @@ export class DeliveryWorker {
 class Opened {
   private readonly bodies = new Map<string, string | null>();
   private readonly secretsByEndpoint = new Map<string, string[] | null>();
+  private readonly headersByEndpoint = new Map<string, Record<string, string> | null>();
 
   constructor(private readonly ctx: Context) {}
 
@@ -402,5 +408,19 @@ class Opened {
       this.secretsByEndpoint.set(d.endpoint_id, secrets);
     }
     return secrets;
+  }
+
+  headers(d: ClaimedAttempt): Record<string, string> | null {
+    let headers = this.headersByEndpoint.get(d.endpoint_id);
+    if (headers === undefined) {
+      try {
+        headers = openHeaders(this.ctx.envelope, d.endpoint_id, d.endpoint_headers);
+      } catch (err) {
+        this.ctx.logger.error({ err, endpoint_id: d.endpoint_id }, 'custom headers cannot be decrypted');
+        headers = null;
+      }
+      this.headersByEndpoint.set(d.endpoint_id, headers);
+    }
+    return headers;
   }
 }

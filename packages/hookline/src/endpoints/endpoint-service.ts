@@ -1,6 +1,5 @@
 // The tenant-facing endpoint operations of /v1/webhooks. Callers pass an already-authorised tenant id;
 // another tenant's endpoint is simply not found.
-import { generateSecret } from '@hookline/consumer';
 import { findInvalidEventFilters, invalidEventFiltersMessage } from '../catalogue/index.js';
 import type { Context } from '../context.js';
 import { HooklineError, notFound } from '../errors.js';
@@ -11,6 +10,7 @@ import { releaseEndpoint } from '../engine/circuit-breaker.js';
 import { cancelForEndpoint } from '../store/deliveries.js';
 import { createQueue, lockQueues, setQueueActive, setQueueRate } from '../store/endpoint-queues.js';
 import {
+  countLiveEndpoints,
   getEndpoint,
   insertEndpoint,
   listEndpoints,
@@ -19,10 +19,14 @@ import {
   type EndpointChanges,
   type EndpointRow,
   type EndpointStatus,
+  type SignatureScheme,
 } from '../store/endpoints.js';
 import type { Queryable } from '../store/db.js';
-import { ensureTenant } from '../store/tenants.js';
-import { secretAad } from '../engine/sealing.js';
+import { ensureTenant, lockTenant } from '../store/tenants.js';
+import type { Envelope } from '../crypto/envelope.js';
+import { openHeaders, sealHeaders, secretAad } from '../engine/sealing.js';
+import { checkHeaders } from './custom-headers.js';
+import { newSigningKey, revealed } from './signing-keys.js';
 
 export const ENDPOINT_LIMITS = {
   url: 2048,
@@ -39,19 +43,26 @@ export interface EndpointView {
   events: string[];
   description: string;
   rate_limit: number | null;
+  headers: Record<string, string>;
+  signature_scheme: SignatureScheme;
+  public_key: string | null;
   status: EndpointStatus;
   disabled_reason: string | null;
   created_at: string;
   updated_at: string;
 }
 
-export function toEndpointView(row: EndpointRow): EndpointView {
+/** The endpoint object of docs/contract.md §4.1; the envelope opens its sealed custom headers. */
+export function toEndpointView(row: EndpointRow, envelope: Envelope): EndpointView {
   return {
     id: row.id,
     url: row.url,
     events: JSON.parse(row.events) as string[],
     description: row.description,
     rate_limit: row.rate_limit === null ? null : Number(row.rate_limit),
+    headers: openHeaders(envelope, row.id, row.headers),
+    signature_scheme: row.signature_scheme,
+    public_key: row.public_key,
     status: row.status,
     disabled_reason: row.disabled_reason,
     created_at: isoTime(row.created_at),
@@ -125,19 +136,57 @@ async function lockForTransition(tx: Queryable, tenantId: string, id: string): P
   return row;
 }
 
+/**
+ * Refuses one endpoint more than HOOKLINE_MAX_ENDPOINTS_PER_TENANT (docs/configuration.md). The tenant's
+ * row is locked first, so two creates at once count each other and cannot both pass at the cap.
+ */
+async function checkEndpointCap(ctx: Context, tx: Queryable, tenantId: string): Promise<void> {
+  await lockTenant(tx, tenantId);
+  const max = ctx.config.maxEndpointsPerTenant;
+  if ((await countLiveEndpoints(tx, tenantId)) >= max) {
+    throw new HooklineError(
+      'endpoint_limit_reached',
+      `this tenant already has ${max} endpoints that are not deleted, the most allowed ` +
+        '(HOOKLINE_MAX_ENDPOINTS_PER_TENANT); delete one first',
+    );
+  }
+}
+
 const endpointDeleted = () =>
   new HooklineError('endpoint_deleted', 'this endpoint is deleted; restore it before changing it');
 
+export interface CreateEndpointInput {
+  url: string;
+  events: string[];
+  description?: string;
+  rate_limit?: number | null;
+  headers?: Record<string, string>;
+  signature_scheme?: SignatureScheme;
+}
+
+/** A v1 endpoint's answer carries its secret; a v1a endpoint's its public key (on the view already). */
 export async function createEndpoint(
   ctx: Context,
   tenantId: string,
-  input: { url: string; events: string[]; description?: string; rate_limit?: number | null },
-): Promise<EndpointView & { signing_secret: string }> {
+  input: CreateEndpointInput & { signature_scheme?: 'v1' },
+): Promise<EndpointView & { signing_secret: string }>;
+export async function createEndpoint(
+  ctx: Context,
+  tenantId: string,
+  input: CreateEndpointInput,
+): Promise<EndpointView & ({ signing_secret: string } | { public_key: string })>;
+export async function createEndpoint(
+  ctx: Context,
+  tenantId: string,
+  input: CreateEndpointInput,
+): Promise<EndpointView & ({ signing_secret: string } | { public_key: string })> {
   const events = normaliseEvents(input.events);
+  const headers = checkHeaders(input.headers ?? {});
   const url = await checkUrl(ctx, input.url);
   const now = ctx.clock();
   const id = newId('endpoint', now);
-  const secret = generateSecret();
+  const scheme = input.signature_scheme ?? 'v1';
+  const key = newSigningKey(scheme);
   const row: EndpointRow = {
     id,
     tenant_id: tenantId,
@@ -146,7 +195,7 @@ export async function createEndpoint(
     description: checkDescription(input.description ?? ''),
     status: 'active',
     disabled_reason: null,
-    secret: ctx.envelope.seal(secret, secretAad(id, 'current')),
+    secret: ctx.envelope.seal(key.stored, secretAad(id, 'current')),
     previous_secret: null,
     previous_secret_expires_at: null,
     failing_since: null,
@@ -155,18 +204,22 @@ export async function createEndpoint(
     updated_at: now,
     deleted_at: null,
     rate_limit: input.rate_limit ?? null,
+    headers: sealHeaders(ctx.envelope, id, headers),
+    signature_scheme: scheme,
+    public_key: key.publicKey,
   };
   await ctx.db.transaction(async (tx) => {
     await ensureTenant(tx, tenantId, now);
+    await checkEndpointCap(ctx, tx, tenantId);
     await insertEndpoint(tx, row);
     await createQueue(tx, id);
     if (row.rate_limit !== null) await setQueueRate(tx, id, row.rate_limit);
   });
-  return { ...toEndpointView(row), signing_secret: secret };
+  return { ...toEndpointView(row, ctx.envelope), ...revealed(scheme, key) };
 }
 
 export async function getEndpointView(ctx: Context, tenantId: string, id: string): Promise<EndpointView> {
-  return toEndpointView(await load(ctx, tenantId, id));
+  return toEndpointView(await load(ctx, tenantId, id), ctx.envelope);
 }
 
 export async function listEndpointViews(
@@ -179,7 +232,7 @@ export async function listEndpointViews(
     before: checkCursor(opts.cursor, 'endpoint'),
     status: opts.status,
   });
-  return toPage(rows, opts.limit, toEndpointView);
+  return toPage(rows, opts.limit, (row) => toEndpointView(row, ctx.envelope));
 }
 
 export async function patchEndpoint(
@@ -191,7 +244,8 @@ export async function patchEndpoint(
     events?: string[];
     description?: string;
     rate_limit?: number | null;
-    status?: 'active';
+    headers?: Record<string, string>;
+    status?: 'active' | 'paused';
   },
 ): Promise<EndpointView> {
   // Refused before the URL check (a DNS lookup), which must stay out of the transaction.
@@ -201,9 +255,15 @@ export async function patchEndpoint(
   if (input.url !== undefined) changes.url = await checkUrl(ctx, input.url);
   if (input.description !== undefined) changes.description = checkDescription(input.description);
   if (input.rate_limit !== undefined) changes.rate_limit = input.rate_limit;
+  // The whole map is replaced: {} removes every custom header.
+  if (input.headers !== undefined)
+    changes.headers = sealHeaders(ctx.envelope, id, checkHeaders(input.headers));
+  // docs/contract.md §4.1: "active" resumes a paused endpoint or re-enables a disabled one; "paused"
+  // stops attempts (whatever the endpoint's state, a disabled one included) while fan-out goes on.
   const reenable = input.status === 'active';
-  if (reenable) {
-    changes.status = 'active';
+  const pause = input.status === 'paused';
+  if (input.status !== undefined) {
+    changes.status = input.status;
     changes.disabled_reason = null;
     changes.failing_since = null;
   }
@@ -214,11 +274,12 @@ export async function patchEndpoint(
     if ((await lockForTransition(tx, tenantId, id)).status === 'deleted') throw endpointDeleted();
     // Re-enabled: a fresh start, with the deliveries that waited while it was disabled due now.
     if (reenable) await releaseEndpoint(tx, id, now);
+    if (pause) await setQueueActive(tx, id, false, now);
     if (input.rate_limit !== undefined) await setQueueRate(tx, id, input.rate_limit);
     return updateEndpoint(tx, id, changes, now);
   });
   if (reenable) ctx.signal.notify();
-  return toEndpointView(updated);
+  return toEndpointView(updated, ctx.envelope);
 }
 
 export async function deleteEndpoint(ctx: Context, tenantId: string, id: string): Promise<EndpointView> {
@@ -233,7 +294,7 @@ export async function deleteEndpoint(ctx: Context, tenantId: string, id: string)
     await cancelForEndpoint(tx, id, now);
     return updateEndpoint(tx, id, { status: 'deleted', deleted_at: now }, now);
   });
-  return toEndpointView(row);
+  return toEndpointView(row, ctx.envelope);
 }
 
 export async function restoreEndpoint(ctx: Context, tenantId: string, id: string): Promise<EndpointView> {
@@ -248,6 +309,7 @@ export async function restoreEndpoint(ctx: Context, tenantId: string, id: string
         `this endpoint is ${current.status}, not deleted; nothing to restore`,
       );
     }
+    await checkEndpointCap(ctx, tx, tenantId);
     await setQueueActive(tx, id, true, now);
     return updateEndpoint(
       tx,
@@ -262,7 +324,7 @@ export async function restoreEndpoint(ctx: Context, tenantId: string, id: string
       now,
     );
   });
-  return toEndpointView(row);
+  return toEndpointView(row, ctx.envelope);
 }
 
 export async function rotateSecret(
@@ -270,15 +332,21 @@ export async function rotateSecret(
   tenantId: string,
   id: string,
   gracePeriodSeconds: number,
-): Promise<{ id: string; signing_secret: string }> {
+  newScheme?: SignatureScheme,
+): Promise<{ id: string } & ({ signing_secret: string } | { public_key: string })> {
   checkId(id);
   const now = ctx.clock();
-  const secret = generateSecret();
-  const sealed = ctx.envelope.seal(secret, secretAad(id, 'current'));
-  await ctx.db.transaction(async (tx) => {
+  // Without a scheme the rotation keeps the endpoint's (read under the lock below); the key of each
+  // scheme is made before the transaction, so no key generation runs while the row is locked.
+  const keys = { v1: newSigningKey('v1'), v1a: newSigningKey('v1a') };
+  const scheme = await ctx.db.transaction(async (tx) => {
     // The secret kept for the grace is the one current under the lock, so of two rotations at once
     // the later keeps the earlier's. A rotation ends any earlier grace: at most two remain.
     const row = await lockForTransition(tx, tenantId, id);
+    const scheme = newScheme ?? row.signature_scheme;
+    const key = keys[scheme];
+    // The old key keeps signing through the grace, whatever its scheme: switching schemes, an
+    // attempt then carries one signature of each (docs/contract.md §5).
     const previous =
       gracePeriodSeconds > 0
         ? ctx.envelope.seal(
@@ -290,12 +358,15 @@ export async function rotateSecret(
       tx,
       id,
       {
-        secret: sealed,
+        secret: ctx.envelope.seal(key.stored, secretAad(id, 'current')),
         previous_secret: previous,
         previous_secret_expires_at: previous ? now + gracePeriodSeconds * 1000 : null,
+        signature_scheme: scheme,
+        public_key: key.publicKey,
       },
       now,
     );
+    return scheme;
   });
-  return { id, signing_secret: secret };
+  return { id, ...revealed(scheme, keys[scheme]) };
 }

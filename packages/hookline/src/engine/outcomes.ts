@@ -100,7 +100,10 @@ export function judgeAttempt(
     pauseUntil: result.retryAfterMs === null ? null : now + Math.min(result.retryAfterMs, RETRY_AFTER_CAP_MS),
   };
   if (delivery.attempts >= 1 + ctx.config.maxRetries) {
-    if (delivery.replay_of || body === null) return { kind: 'dead', ...failure, deadLetter: null };
+    // A test event is not dead-lettered: nothing was lost (docs/operators.md, "Test events").
+    if (delivery.replay_of || delivery.is_test || body === null) {
+      return { kind: 'dead', ...failure, deadLetter: null };
+    }
     const id = newId('deadLetter', now);
     const firstHeaders = delivery.first_headers
       ? (JSON.parse(delivery.first_headers) as Record<string, string>)

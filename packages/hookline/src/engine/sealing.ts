@@ -15,6 +15,30 @@ export function secretAad(endpointId: string, which: 'current' | 'previous'): st
   return `endpoint:${endpointId}:${which}_secret`;
 }
 
+/** An endpoint's custom headers (endpoints/custom-headers.ts checks them). */
+export function headersAad(endpointId: string): string {
+  return `endpoint:${endpointId}:headers`;
+}
+
+/** The sealed form stored in the endpoint row; null for no headers. */
+export function sealHeaders(
+  envelope: Envelope,
+  endpointId: string,
+  headers: Record<string, string>,
+): Buffer | null {
+  if (Object.keys(headers).length === 0) return null;
+  return envelope.seal(JSON.stringify(headers), headersAad(endpointId));
+}
+
+export function openHeaders(
+  envelope: Envelope,
+  endpointId: string,
+  sealed: Buffer | null,
+): Record<string, string> {
+  if (sealed === null) return {};
+  return JSON.parse(envelope.openText(sealed, headersAad(endpointId))) as Record<string, string>;
+}
+
 /** A dead letter's original: the body and the headers of its first attempt. */
 export function deadLetterAad(deadLetterId: string): string {
   return `dead_letter:${deadLetterId}`;

@@ -20,6 +20,10 @@ export interface ClaimedAttempt {
   secret: Buffer;
   previous_secret: Buffer | null;
   previous_secret_expires_at: number | null;
+  /** The endpoint's sealed custom headers (engine/sealing.ts, openHeaders); null for none. */
+  endpoint_headers: Buffer | null;
+  /** 1 for a test event's delivery (POST /v1/webhooks/:id/test): not dead-lettered when it dies. */
+  is_test: number | boolean;
   /**
    * The endpoint had no failing streak and no open circuit when claimed: a success then has no health
    * to restore, and the flush skips those writes (1/0 on SQLite, boolean on PostgreSQL).

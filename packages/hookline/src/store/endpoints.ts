@@ -1,7 +1,9 @@
 import { greatest, least, limitParam, placeholders, type Queryable } from './db.js';
 
-export const ENDPOINT_STATUSES = ['active', 'disabled', 'deleted'] as const;
+export const ENDPOINT_STATUSES = ['active', 'paused', 'disabled', 'deleted'] as const;
 export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
+export const SIGNATURE_SCHEMES = ['v1', 'v1a'] as const;
+export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
 
 export interface EndpointRow {
   id: string;
@@ -23,13 +25,18 @@ export interface EndpointRow {
   deleted_at: number | null;
   /** At most this many attempts per second, all workers together; null for no limit (§4.1). */
   rate_limit: number | null;
+  /** Sealed JSON object of custom request headers (endpoints/custom-headers.ts); null for none. */
+  headers: Buffer | null;
+  /** v1: `secret` holds a whsec_ secret; v1a: a whsk_ Ed25519 private key, and `public_key` its whpk_. */
+  signature_scheme: SignatureScheme;
+  public_key: string | null;
 }
 
 export async function insertEndpoint(q: Queryable, row: EndpointRow): Promise<void> {
   await q.run(
     `INSERT INTO endpoints (id, tenant_id, url, events, description, status, disabled_reason, secret,
-       previous_secret, previous_secret_expires_at, failing_since, created_at, updated_at, deleted_at, rate_limit)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+       previous_secret, previous_secret_expires_at, failing_since, created_at, updated_at, deleted_at, rate_limit, headers, signature_scheme, public_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
     [
       row.id,
       row.tenant_id,
@@ -46,6 +53,9 @@ export async function insertEndpoint(q: Queryable, row: EndpointRow): Promise<vo
       row.updated_at,
       row.deleted_at,
       row.rate_limit,
+      row.headers,
+      row.signature_scheme,
+      row.public_key,
     ],
   );
 }
@@ -80,6 +90,15 @@ export async function lockEndpoint(
   ]);
 }
 
+/** How many endpoints a tenant has that are not deleted (HOOKLINE_MAX_ENDPOINTS_PER_TENANT counts these). */
+export async function countLiveEndpoints(q: Queryable, tenantId: string): Promise<number> {
+  const row = await q.one<{ n: number | string }>(
+    "SELECT COUNT(*) AS n FROM endpoints WHERE tenant_id = $1 AND status <> 'deleted'",
+    [tenantId],
+  );
+  return Number(row?.n ?? 0);
+}
+
 export async function getEndpointById(q: Queryable, id: string): Promise<EndpointRow | undefined> {
   return q.one<EndpointRow>('SELECT * FROM endpoints WHERE id = $1', [id]);
 }
@@ -99,8 +118,10 @@ export async function listEndpoints(
 }
 
 /**
- * Active endpoints of a tenant after `afterId`, in id order: the candidates of a fan-out, read in
- * bounded pages so a tenant with thousands of endpoints is fanned out in short transactions.
+ * Endpoints of a tenant that take new deliveries, after `afterId`, in id order: the candidates of a
+ * fan-out, read in bounded pages so a tenant with thousands of endpoints is fanned out in short
+ * transactions. Paused endpoints are among them: their deliveries wait in a stopped queue until the
+ * tenant resumes it (docs/contract.md §4.1); disabled and deleted ones are not.
  */
 export async function listActiveEndpoints(
   q: Queryable,
@@ -109,7 +130,7 @@ export async function listActiveEndpoints(
   limit: number,
 ): Promise<Pick<EndpointRow, 'id' | 'events'>[]> {
   return q.all(
-    `SELECT id, events FROM endpoints WHERE tenant_id = $1 AND status = 'active' AND id > $2
+    `SELECT id, events FROM endpoints WHERE tenant_id = $1 AND status IN ('active', 'paused') AND id > $2
      ORDER BY id ${limitParam(3)}`,
     [tenantId, afterId, limit],
   );
@@ -130,6 +151,9 @@ export type EndpointChanges = Partial<
     | 'circuit_open_until'
     | 'deleted_at'
     | 'rate_limit'
+    | 'headers'
+    | 'signature_scheme'
+    | 'public_key'
   >
 >;
 
@@ -146,6 +170,9 @@ const CHANGEABLE: readonly (keyof EndpointChanges)[] = [
   'circuit_open_until',
   'deleted_at',
   'rate_limit',
+  'headers',
+  'signature_scheme',
+  'public_key',
 ];
 
 /** Writes a transition decided on a row read with `lockEndpoint` in the same transaction. */

@@ -115,6 +115,21 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
  * Whether a message of this tenant and ordering key still awaits fan-out: a later message of the key
  * must then wait for the workers' fan-out too, so the line learns of its deliveries in emit order.
  */
+/**
+ * Writes a test message (POST /v1/webhooks/:id/test): already fanned out, since its one delivery is
+ * written with it, so no fan-out ever sends it to another endpoint; unkeyed and without idempotency.
+ */
+export async function insertTestMessage(
+  q: Queryable,
+  row: Pick<MessageRow, 'id' | 'tenant_id' | 'event_type' | 'payload' | 'created_at'>,
+): Promise<void> {
+  await q.run(
+    `INSERT INTO messages (id, tenant_id, event_type, payload, created_at, fanned_out_at, is_test)
+     VALUES ($1, $2, $3, $4, $5, $5, 1)`,
+    [row.id, row.tenant_id, row.event_type, row.payload, row.created_at],
+  );
+}
+
 export async function keyAwaitsFanout(q: Queryable, tenantId: string, orderingKey: string): Promise<boolean> {
   const row = await q.one(
     `SELECT 1 AS awaiting FROM messages

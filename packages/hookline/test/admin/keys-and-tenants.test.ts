@@ -60,9 +60,15 @@ describe.each(STORE_KINDS)('admin keys, tenants and stats on %s', (kind) => {
       id: string;
       endpoints: Record<string, number>;
     }[];
-    expect(tenants.find((x) => x.id === 'acme')?.endpoints).toEqual({ active: 1, disabled: 0, deleted: 1 });
+    expect(tenants.find((x) => x.id === 'acme')?.endpoints).toEqual({
+      active: 1,
+      paused: 0,
+      disabled: 0,
+      deleted: 1,
+    });
     expect(tenants.find((x) => x.id === 'umbrella')?.endpoints).toEqual({
       active: 0,
+      paused: 0,
       disabled: 0,
       deleted: 0,
     });

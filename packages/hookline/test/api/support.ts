@@ -20,8 +20,11 @@ export const ENDPOINT_KEYS = [
   'description',
   'disabled_reason',
   'events',
+  'headers',
   'id',
+  'public_key',
   'rate_limit',
+  'signature_scheme',
   'status',
   'updated_at',
   'url',
@@ -47,6 +50,7 @@ export function expectEndpoint(res: LightMyRequestResponse, status = 200): Endpo
   const body = res.json() as EndpointJson;
   expectEndpointShape(body);
   expect(res.body).not.toContain('whsec_');
+  expect(res.body).not.toContain('whsk_');
   return body;
 }
 

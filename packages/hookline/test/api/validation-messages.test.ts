@@ -9,8 +9,8 @@ type Role = 'tenant' | 'producer' | 'instance_manager';
 /** [what, method, url, role, body, code, message]; `:id` is replaced by a real endpoint's id. */
 type Case = [string, string, string, Role, unknown, string, string];
 
-const CREATE_FIELDS = 'url, events, description, rate_limit';
-const PATCH_FIELDS = 'url, events, description, rate_limit, status';
+const CREATE_FIELDS = 'url, events, description, rate_limit, headers, signature_scheme';
+const PATCH_FIELDS = 'url, events, description, rate_limit, headers, status';
 const FILTERS = 'user.*, organization.*, organizationMembership.*, *';
 const EVENTS_ACCEPTS = `events must be a list of 1-50 event type names (GET /v1/event-types) or the wildcards ${FILTERS}`;
 const ok = { url: 'https://a.example/', events: ['*'] };
@@ -135,7 +135,7 @@ const CASES: Case[] = [
     'tenant',
     undefined,
     'validation_failed',
-    'query parameter status must be one of "active", "disabled" or "deleted"',
+    'query parameter status must be one of "active", "paused", "disabled" or "deleted"',
   ],
   [
     '?limit=0',
@@ -181,7 +181,7 @@ const CASES: Case[] = [
     'tenant',
     { status: 'disabled' },
     'validation_failed',
-    'status must be "active"',
+    'status must be one of "active" or "paused"',
   ],
   [
     'an empty patch',
@@ -200,6 +200,61 @@ const CASES: Case[] = [
     { colour: 'blue' },
     'validation_failed',
     `body has an unknown field "colour"; allowed fields are ${PATCH_FIELDS}`,
+  ],
+  [
+    'status "bogus" in a patch',
+    'PATCH',
+    '/v1/webhooks/:id',
+    'tenant',
+    { status: 'bogus' },
+    'validation_failed',
+    'status must be one of "active" or "paused"',
+  ],
+  [
+    'too many custom headers',
+    'PATCH',
+    '/v1/webhooks/:id',
+    'tenant',
+    { headers: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`x-${i}`, 'v'])) },
+    'invalid_headers',
+    'headers must be an object of at most 20 header names to values of at most 1024 printable ASCII characters',
+  ],
+  [
+    'a reserved custom header',
+    'POST',
+    '/v1/webhooks',
+    'tenant',
+    { ...ok, headers: { 'Hook-Signature': 'v1,forged' } },
+    'invalid_headers',
+    'headers has reserved name "Hook-Signature" (hook-*): hookline sets it or it frames the request',
+  ],
+  [
+    'an unknown signature scheme',
+    'POST',
+    '/v1/webhooks',
+    'tenant',
+    { ...ok, signature_scheme: 'ed25519' },
+    'validation_failed',
+    'signature_scheme must be one of "v1" or "v1a"',
+  ],
+  // POST /v1/webhooks/:id/test
+  [
+    'a test event type that is a number',
+    'POST',
+    '/v1/webhooks/:id/test',
+    'tenant',
+    { type: 7 },
+    'validation_failed',
+    'type must be an event type name (GET /v1/event-types) that the endpoint subscribes to',
+  ],
+  [
+    'an unknown field of a test event',
+    'POST',
+    '/v1/webhooks/:id/test',
+    'tenant',
+    { event: 'user.created' },
+    'validation_failed',
+    'body has an unknown field "event"; allowed fields are type',
   ],
   // POST /v1/webhooks/:id/rotate-secret
   [

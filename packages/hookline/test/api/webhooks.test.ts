@@ -49,6 +49,9 @@ describe.each(STORE_KINDS)('webhook endpoints on %s', (kind) => {
         status: 'active',
         disabled_reason: null,
         rate_limit: null,
+        headers: {},
+        signature_scheme: 'v1',
+        public_key: null,
         created_at: new Date(clock.now()).toISOString(),
         updated_at: new Date(clock.now()).toISOString(),
       });

@@ -414,6 +414,34 @@ describe('operator console in a browser', () => {
   );
 
   it(
+    'shows a paused v1a endpoint with its custom header names, never their values',
+    async () => {
+      const key = await t.keyFor('tenant', 'initech');
+      const created = await t.call('POST', '/v1/webhooks', key, {
+        url: (await receiver(200)).url,
+        events: ['user.*'],
+        signature_scheme: 'v1a',
+        headers: { 'x-api-token': `${marker}-token`, 'x-route': 'blue' },
+      });
+      expect(created.statusCode, created.body).toBe(201);
+      const id = created.json<{ id: string }>().id;
+      const paused = await t.call('PATCH', `/v1/webhooks/${id}`, key, { status: 'paused' });
+      expect(paused.json()).toMatchObject({ status: 'paused' });
+      await page.goto(`${base}/console#/tenants/initech`);
+      const row = page.locator(`#tn-rows tr[data-endpoint="${id}"]`);
+      await row.locator('.pill[data-status="paused"]').waitFor();
+      expect(await row.locator('.signing').textContent()).toBe(
+        'v1a (Ed25519) signatures · headers: x-api-token, x-route',
+      );
+      expect(await page.content()).not.toContain(`${marker}-token`);
+      await page.locator('#tn-list a[data-tenant="initech"]').waitFor();
+      expect(await page.locator('#tn-list a[data-tenant="initech"]').textContent()).toContain('1 paused');
+      await shot('07-paused-v1a');
+    },
+    TIMEOUT,
+  );
+
+  it(
     'signs out, forgetting the key',
     async () => {
       await page.getByRole('button', { name: 'Sign out' }).click();

@@ -9,7 +9,10 @@ export interface EndpointJson {
   events: string[];
   description: string;
   rate_limit: number | null;
-  status: 'active' | 'disabled' | 'deleted';
+  headers: Record<string, string>;
+  signature_scheme: 'v1' | 'v1a';
+  public_key: string | null;
+  status: 'active' | 'paused' | 'disabled' | 'deleted';
   disabled_reason: string | null;
   created_at: string;
   updated_at: string;
@@ -27,6 +30,7 @@ export interface CreateOptions {
   events?: string[];
   description?: string;
   rate_limit?: number | null;
+  headers?: Record<string, string>;
 }
 
 /** POST /v1/webhooks and assert 201; answers the created endpoint with its secret. */
@@ -37,6 +41,7 @@ export async function createEndpoint(t: TestService, o: CreateOptions = {}): Pro
   };
   if (o.description !== undefined) body['description'] = o.description;
   if (o.rate_limit !== undefined) body['rate_limit'] = o.rate_limit;
+  if (o.headers !== undefined) body['headers'] = o.headers;
   const res = await t.call('POST', `/v1/webhooks${o.query ?? ''}`, o.key ?? t.keys.tenant, body);
   expect(res.statusCode, res.body).toBe(201);
   return res.json<CreatedEndpoint>();

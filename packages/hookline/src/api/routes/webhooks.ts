@@ -12,6 +12,7 @@ import {
   restoreEndpoint,
   rotateSecret,
 } from '../../endpoints/endpoint-service.js';
+import { sendTestEvent } from '../../endpoints/test-events.js';
 import { actingTenant } from '../auth.js';
 import { IdParam, authErrors, emptyBodyAsObject, page } from '../schemas/common.js';
 import {
@@ -22,6 +23,8 @@ import {
   RotateSecretBody,
   RotatedSecret,
   TenantQuery,
+  TestEventAnswer,
+  TestEventBody,
 } from '../schemas/webhooks.js';
 
 const config = { roles: ['tenant', 'instance_manager'] as const };
@@ -38,7 +41,9 @@ export function webhookRoutes(ctx: Context): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           security,
-          summary: 'Create an endpoint; the answer carries its signing secret, shown only this once',
+          summary:
+            "Create an endpoint; a v1 endpoint's answer carries its signing secret, shown only this once, " +
+            "a v1a endpoint's its public key",
           querystring: TenantQuery,
           body: CreateEndpointBody,
           response: { 201: EndpointWithSecret, ...authErrors },
@@ -150,7 +155,8 @@ export function webhookRoutes(ctx: Context): FastifyPluginAsyncTypebox {
           tags,
           security,
           summary:
-            'Replace the signing secret; with a grace period deliveries carry both signatures meanwhile',
+            'Replace the signing secret or key pair, optionally switching signature_scheme; with a grace ' +
+            'period deliveries carry both signatures meanwhile',
           params: IdParam,
           querystring: TenantQuery,
           body: RotateSecretBody,
@@ -163,7 +169,37 @@ export function webhookRoutes(ctx: Context): FastifyPluginAsyncTypebox {
           actingTenant(request, request.query.tenant_id),
           request.params.id,
           request.body?.grace_period_seconds ?? 0,
+          request.body?.signature_scheme,
         ),
+    );
+
+    app.post(
+      '/v1/webhooks/:id/test',
+      {
+        config,
+        preValidation: emptyBodyAsObject,
+        schema: {
+          tags,
+          security,
+          summary:
+            'Send this endpoint alone one delivery of a catalogue example, signed and queued like any other',
+          params: IdParam,
+          querystring: TenantQuery,
+          body: TestEventBody,
+          response: { 202: TestEventAnswer, ...authErrors, ...notFound, 409: Type.Ref('Error') },
+        },
+      },
+      async (request, reply) =>
+        reply
+          .status(202)
+          .send(
+            await sendTestEvent(
+              ctx,
+              actingTenant(request, request.query.tenant_id),
+              request.params.id,
+              request.body?.type,
+            ),
+          ),
     );
   };
 }

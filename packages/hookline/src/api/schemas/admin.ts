@@ -114,7 +114,12 @@ export const PageQuery = Type.Object(
 export const Tenant = Type.Object({
   id: Type.String(),
   created_at: Timestamp,
-  endpoints: Type.Object({ active: Type.Integer(), disabled: Type.Integer(), deleted: Type.Integer() }),
+  endpoints: Type.Object({
+    active: Type.Integer(),
+    paused: Type.Integer(),
+    disabled: Type.Integer(),
+    deleted: Type.Integer(),
+  }),
 });
 
 export const CreateTenantBody = Type.Object({ id: TenantId }, { additionalProperties: false });

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { HEADER_LIMITS, HEADER_VALUE_PATTERN, RESERVED_HEADERS } from '../../endpoints/custom-headers.js';
 import { ENDPOINT_LIMITS } from '../../endpoints/endpoint-service.js';
 import { Cursor, Limit, Timestamp, TenantId } from './common.js';
 
@@ -29,13 +30,50 @@ const RateLimit = Type.Union(
   },
 );
 
+// Names (HTTP tokens, none reserved) are checked by endpoints/custom-headers.ts, which words each
+// refusal; every error under `headers`, these schema's included, is 400 invalid_headers (api/errors.ts).
+const HEADERS_ACCEPTS =
+  `an object of at most ${HEADER_LIMITS.count} header names to values of at most ` +
+  `${HEADER_LIMITS.valueLength} printable ASCII characters`;
+const Headers = Type.Record(
+  Type.String(),
+  Type.String({
+    maxLength: HEADER_LIMITS.valueLength,
+    pattern: HEADER_VALUE_PATTERN,
+    'x-accepts': `a string of at most ${HEADER_LIMITS.valueLength} printable ASCII characters, without a leading or trailing space`,
+  }),
+  {
+    maxProperties: HEADER_LIMITS.count,
+    description:
+      'Extra request headers sent with every delivery (stored encrypted). Names are HTTP tokens; these are ' +
+      `reserved (any case): ${RESERVED_HEADERS.join(', ')}`,
+    'x-accepts': HEADERS_ACCEPTS,
+  },
+);
+
+const Scheme = Type.Union([Type.Literal('v1'), Type.Literal('v1a')], {
+  description: "v1: HMAC-SHA256 with a whsec_ secret; v1a: Ed25519, verified with the endpoint's public_key",
+});
+
 const endpointProperties = {
   id: Type.String({ description: 'webhook_…' }),
   url: Type.String(),
   events: Type.Array(Type.String()),
   description: Type.String(),
   rate_limit: RateLimit,
-  status: Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('deleted')]),
+  headers: Type.Record(Type.String(), Type.String()),
+  signature_scheme: Scheme,
+  public_key: Type.Union([Type.String(), Type.Null()], {
+    description: 'v1a endpoints: whpk_ + base64 of the 32-byte Ed25519 public key; null for v1',
+  }),
+  status: Type.Union(
+    [Type.Literal('active'), Type.Literal('paused'), Type.Literal('disabled'), Type.Literal('deleted')],
+    {
+      description:
+        'paused: by the tenant, events wait for it; disabled: by hookline (410 Gone or days of failures); ' +
+        'deleted: undone only by restore',
+    },
+  ),
   disabled_reason: Type.Union([Type.String(), Type.Null()]),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -45,11 +83,22 @@ export const Endpoint = Type.Object(endpointProperties, { $id: 'Endpoint' });
 
 export const EndpointWithSecret = Type.Object({
   ...endpointProperties,
-  signing_secret: Type.String({ description: 'whsec_…; shown only here and by rotate-secret' }),
+  signing_secret: Type.Optional(
+    Type.String({
+      description: 'v1 endpoints only: whsec_…; shown only here and by rotate-secret',
+    }),
+  ),
 });
 
 export const CreateEndpointBody = Type.Object(
-  { url: Url, events: Events, description: Type.Optional(Description), rate_limit: Type.Optional(RateLimit) },
+  {
+    url: Url,
+    events: Events,
+    description: Type.Optional(Description),
+    rate_limit: Type.Optional(RateLimit),
+    headers: Type.Optional(Headers),
+    signature_scheme: Type.Optional(Scheme),
+  },
   { additionalProperties: false },
 );
 
@@ -59,7 +108,14 @@ export const PatchEndpointBody = Type.Object(
     events: Type.Optional(Events),
     description: Type.Optional(Description),
     rate_limit: Type.Optional(RateLimit),
-    status: Type.Optional(Type.Literal('active', { description: 'Re-enables a disabled endpoint' })),
+    headers: Type.Optional(Headers),
+    status: Type.Optional(
+      Type.Union([Type.Literal('active'), Type.Literal('paused')], {
+        description:
+          '"paused" holds deliveries (events still arrive and wait); "active" resumes a paused endpoint or ' +
+          're-enables a disabled one',
+      }),
+    ),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -74,11 +130,16 @@ export const RotateSecretBody = Type.Object(
         description: 'How long deliveries also carry a signature made with the old secret',
       }),
     ),
+    signature_scheme: Type.Optional(Scheme),
   },
   { additionalProperties: false },
 );
 
-export const RotatedSecret = Type.Object({ id: Type.String(), signing_secret: Type.String() });
+export const RotatedSecret = Type.Object({
+  id: Type.String(),
+  signing_secret: Type.Optional(Type.String({ description: 'After the rotation a v1 endpoint: whsec_…' })),
+  public_key: Type.Optional(Type.String({ description: 'After the rotation a v1a endpoint: whpk_…' })),
+});
 
 export const TenantQuery = Type.Object(
   { tenant_id: Type.Optional(TenantId) },
@@ -90,9 +151,33 @@ export const ListEndpointsQuery = Type.Object(
     limit: Type.Optional(Limit),
     cursor: Type.Optional(Cursor),
     status: Type.Optional(
-      Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('deleted')]),
+      Type.Union([
+        Type.Literal('active'),
+        Type.Literal('paused'),
+        Type.Literal('disabled'),
+        Type.Literal('deleted'),
+      ]),
     ),
     tenant_id: Type.Optional(TenantId),
   },
   { additionalProperties: false },
 );
+
+export const TestEventBody = Type.Object(
+  {
+    type: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          'A catalogue event name the endpoint subscribes to; default: the first such in catalogue order',
+        'x-accepts': 'an event type name (GET /v1/event-types) that the endpoint subscribes to',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const TestEventAnswer = Type.Object({
+  id: Type.String({ description: "msg_…: the test delivery's hook-id" }),
+});

@@ -10,6 +10,9 @@ import * as m006 from './006-replay-jobs.js';
 import * as m007 from './007-line-index-by-completion.js';
 import * as m008 from './008-dead-letter-count.js';
 import * as m009 from './009-dead-letters-awaiting.js';
+import * as m010 from './010-endpoint-headers.js';
+import * as m011 from './011-signature-schemes.js';
+import * as m012 from './012-test-messages.js';
 
 interface Migration {
   version: number;
@@ -27,6 +30,9 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, ...m007 },
   { version: 8, ...m008 },
   { version: 9, ...m009 },
+  { version: 10, ...m010 },
+  { version: 11, ...m011 },
+  { version: 12, ...m012 },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.length;

@@ -8,7 +8,13 @@ import type { ClaimOptions, ClaimedAttempt } from '../attempts.js';
 /** A ready endpoint queue, with what its attempts need of the endpoint (read once, not per attempt). */
 type Ready = Pick<
   ClaimedAttempt,
-  'endpoint_id' | 'url' | 'secret' | 'previous_secret' | 'previous_secret_expires_at' | 'endpoint_healthy'
+  | 'endpoint_id'
+  | 'url'
+  | 'secret'
+  | 'previous_secret'
+  | 'previous_secret_expires_at'
+  | 'endpoint_headers'
+  | 'endpoint_healthy'
 > & {
   room: number;
   rate_interval_us: number | null;
@@ -28,6 +34,7 @@ type Pending = Pick<
   | 'replay_of'
   | 'ordering_key'
   | 'payload'
+  | 'is_test'
 > & { next_attempt_at: number };
 
 /**
@@ -90,7 +97,7 @@ export async function claimWithin(
   const ready = await tx.all<Ready>(
     `SELECT q.endpoint_id, ${least('sqlite', 'q.concurrency_limit', '$2')} - q.in_flight AS room,
        q.rate_interval_us, q.rate_tolerance_us, q.rate_tat_us,
-       e.url, e.secret, e.previous_secret, e.previous_secret_expires_at,
+       e.url, e.secret, e.previous_secret, e.previous_secret_expires_at, e.headers AS endpoint_headers,
        (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy
      FROM endpoint_queues q JOIN endpoints e ON e.id = q.endpoint_id
      WHERE q.ready_at <= $1 ORDER BY q.ready_at ${limitParam(3)}`,
@@ -117,7 +124,7 @@ async function claimFromEndpoint(
   // what their attempts need, so no second read of the claimed deliveries follows.
   const rows = await tx.all<Pending>(
     `SELECT d.id, d.next_attempt_at, d.message_id, d.tenant_id, d.event_type, d.attempts,
-       d.first_headers, d.replay_of, d.ordering_key, m.payload
+       d.first_headers, d.replay_of, d.ordering_key, m.payload, m.is_test
      FROM deliveries d JOIN messages m ON m.id = d.message_id
      WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at ${limitParam(2)}`,
     [r.endpoint_id, room + 1],
@@ -138,10 +145,12 @@ async function claimFromEndpoint(
       replay_of: d.replay_of,
       ordering_key: d.ordering_key,
       payload: d.payload,
+      is_test: d.is_test,
       url: r.url,
       secret: r.secret,
       previous_secret: r.previous_secret,
       previous_secret_expires_at: r.previous_secret_expires_at,
+      endpoint_headers: r.endpoint_headers,
       endpoint_healthy: r.endpoint_healthy,
       send_at: slot === null ? null : Math.floor((slot + pacedSendDelayUs(r.rate_interval_us!)) / 1000),
     });

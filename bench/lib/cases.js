@@ -656,6 +656,8 @@ async function producerCase(ctx) {
         ]
           .filter(Boolean)
           .join('; ');
+        notes['producer.txP50'] =
+          `of which COMMIT p50 ${fmt(p.commitP50, 1)} / p99 ${fmt(p.commitP99, 1)} ms`;
       } finally {
         await product.drop();
       }

@@ -3,7 +3,7 @@
 // user.created (the built package's producer, docs/producers.md); COMMIT — until `total` have
 // committed. Answers the committed transactions per second after the first `warmup` commits, and
 // the latencies of the emitWithin call (what the emit adds inside the product's transaction) and of
-// the whole transaction, over the same commits.
+// the whole transaction (and of its COMMIT alone), over the same commits.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createProducer } from '../../packages/hookline/dist/index.js';
@@ -52,6 +52,7 @@ function main() {
       );
       const emitLatencies = new Samples();
       const txLatencies = new Samples();
+      const commitLatencies = new Samples();
       let next = 0;
       let committed = 0;
       let warmupDoneAt = null;
@@ -86,6 +87,7 @@ function main() {
             if (committed > warmup) {
               emitLatencies.push(t2 - t1);
               txLatencies.push(t3 - t0);
+              commitLatencies.push(t3 - t2);
             }
           } catch (err) {
             await client.query('ROLLBACK').catch(() => {});
@@ -99,6 +101,7 @@ function main() {
       const counted = committed - Math.min(committed, warmup);
       const emitWithin = summarize(emitLatencies.view());
       const transaction = summarize(txLatencies.view());
+      const commit = summarize(commitLatencies.view());
       return {
         committed,
         counted,
@@ -107,6 +110,8 @@ function main() {
         emitP99: emitWithin.p99,
         txP50: transaction.p50,
         txP99: transaction.p99,
+        commitP50: commit.p50,
+        commitP99: commit.p99,
       };
     } finally {
       await Promise.all(clients.map((c) => c.end().catch(() => {})));

@@ -5,7 +5,7 @@
 // stderr), every figure measured in this run with its ratio beside it; also written to
 // bench/last-run.md with the machine it ran on. Cases (for --only, by name or prefix):
 //   ceiling  bullmq  graphile  drain-sqlite  drain-pg  e2e-sqlite  e2e-pg  ingest  ingest-half
-//   backlog  isolation  fanout  memory  ordering  rate-limit
+//   backlog  isolation  fanout  memory  ordering  rate-limit  producer
 //
 // THE STEADY TABLE (every drain and end-to-end case, and the ceiling; lib/window.js)
 // A run is `deliveries` deliveries (40,000; 4,000 with --quick) at one subscriber, which counts each
@@ -45,7 +45,8 @@
 // warm-up left out), emit latency at half ingest, backlog independence (a window of 800 deliveries
 // after a rate limit is lifted), isolation and ordering (steady windows of smaller drains, rate only),
 // fan-out (emit p99 at 50/s), memory (peak RSS with a large backlog; drain time from the subscriber's
-// start), rate limit (rate between the 100th delivery and the last).
+// start), rate limit (rate between the 100th delivery and the last), emits inside the product's own
+// transaction (emitWithin from 8 connections) beside HTTP emits (first 20 % of each left out).
 //
 // BENCH_CPU_PROF=<dir> writes a CPU profile of every hookline process into <dir> (node --cpu-prof).
 // BENCH_NODE_ARGS="--flag …" starts every hookline process with those Node or V8 flags (A/B trials).
@@ -290,6 +291,26 @@ function rows(s) {
       decimals: 1,
       ratios: [{ of: 'rate.target', name: 'the limit', min: 0.95, max: 1.05 }],
     }),
+    { section: "Emitting inside the product's transaction (PostgreSQL, 1 API + 2 workers, 1 endpoint)" },
+    row('producer', 'emitWithin, 8 product connections: committed transactions/s', 'producer.rate', '/s', {
+      ratios: [vs('producer.http.rate', 'HTTP emits')],
+    }),
+    row(
+      'producer',
+      'emitWithin: added latency inside the transaction p50 / p99',
+      ['producer.emitP50', 'producer.emitP99'],
+      'ms',
+      { decimals: 1 },
+    ),
+    row(
+      'producer',
+      'the transaction (BEGIN, INSERT user, emitWithin, COMMIT) p50 / p99',
+      ['producer.txP50', 'producer.txP99'],
+      'ms',
+      { decimals: 1 },
+    ),
+    row('producer', 'HTTP emits, same installation: emits/s (32 in flight)', 'producer.http.rate', '/s'),
+    row('producer', 'HTTP emit p50 / p99', ['producer.http.p50', 'producer.http.p99'], 'ms', { decimals: 1 }),
   ];
 }
 

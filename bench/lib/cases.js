@@ -1,13 +1,15 @@
 // The benchmark cases. Each takes the run's context and returns {metrics, notes}: flat numbers keyed
 // by name (the table in run.js picks them up) and short remarks keyed the same way. A case starts
 // its own processes and databases and stops/removes them before it returns.
+import { randomBytes } from 'node:crypto';
 import * as bullmq from './bullmq.js';
 import { ceiling, startCeiling } from './ceiling.js';
 import { emit, startEmitter } from './emitter.js';
 import { startFastifyNoop } from './fastify-noop.js';
 import * as graphile from './graphile.js';
-import { createEndpoints, createHookline, queueDepth } from './hookline.js';
+import { createEndpoints, createHookline, createSchema, pgUrlWith, queueDepth } from './hookline.js';
 import { freePort, stop, watchMemory } from './processes.js';
+import { produce } from './producer.js';
 import { fmt, now, sleep } from './stats.js';
 import { awaitDeliveries, startSubscriber } from './subscriber.js';
 import { measureSteady } from './window.js';
@@ -35,6 +37,7 @@ export function scale(quick) {
         graceMs: 3000,
         oneKeyDeliveries: 500,
         rateLimitDeliveries: 400,
+        producerTransactions: 2000,
       }
     : {
         deliveries: 40_000,
@@ -52,6 +55,7 @@ export function scale(quick) {
         graceMs: 15_000,
         oneKeyDeliveries: 2000,
         rateLimitDeliveries: 1200,
+        producerTransactions: 20_000,
       };
 }
 
@@ -600,6 +604,86 @@ async function rateLimitCase(ctx) {
   );
 }
 
+/**
+ * Emitting inside the product's own transaction (docs/producers.md) beside HTTP emits, on one
+ * PostgreSQL installation (its tables in a fresh schema; 1 API process, 2 workers, 1 endpoint at the
+ * subscriber). First the product process: 8 connections, each a closed loop of BEGIN; INSERT a user
+ * into the product's own table (in a schema of its own); emitWithin user.created; COMMIT. Then,
+ * once those have been delivered, the HTTP emitter (32 POST /v1/events in flight) sends as many.
+ * Each leaves out its first 20 % as warm-up.
+ */
+async function producerCase(ctx) {
+  const total = ctx.scale.producerTransactions;
+  const warmup = Math.floor(total * 0.2);
+  const metrics = {};
+  const notes = {};
+  // The producer seals payloads with the installation's key: the case chooses it.
+  const encryptionKey = randomBytes(32).toString('base64');
+  await withSubscribers(['ok'], (sub) =>
+    withHookline('pg', { api: 'no-worker', env: { HOOKLINE_ENCRYPTION_KEY: encryptionKey } }, async (hl) => {
+      const workers = await Promise.all([hl.worker(), hl.worker()]);
+      await Promise.all(workers.map((w) => w.ready()));
+      await createEndpoints(hl.api.origin, hl.tenantKey, [sub.url('/hook/0')]);
+      const delivered = async (n, start) => {
+        const r = await awaitDeliveries(sub, n, start, limitsOf(ctx));
+        return r.done ? '' : shortfall(ctx, r, n);
+      };
+
+      ctx.log(`producer: ${fmt(total)} sign-ups through emitWithin, 8 connections`);
+      const product = await createSchema('bench_product');
+      try {
+        const start = now();
+        const p = await produce(
+          {
+            connectionString: pgUrlWith({ application_name: product.schema }),
+            productSchema: product.schema,
+            schema: hl.app,
+            encryptionKey,
+            connections: 8,
+            total,
+            warmup,
+          },
+          { onProgress: (m) => ctx.progress(`committed ${fmt(m.committed)}/${fmt(total)}`) },
+        );
+        Object.assign(metrics, {
+          'producer.rate': p.rate,
+          'producer.emitP50': p.emitP50,
+          'producer.emitP99': p.emitP99,
+          'producer.txP50': p.txP50,
+          'producer.txP99': p.txP99,
+        });
+        notes['producer.rate'] = [
+          `${fmt(p.counted)} transactions after ${fmt(warmup)} of warm-up`,
+          await delivered(total, start),
+        ]
+          .filter(Boolean)
+          .join('; ');
+        notes['producer.txP50'] =
+          `of which COMMIT p50 ${fmt(p.commitP50, 1)} / p99 ${fmt(p.commitP99, 1)} ms`;
+      } finally {
+        await product.drop();
+      }
+
+      ctx.log(`producer: ${fmt(total)} HTTP emits, 32 in flight`);
+      await sub.call('reset');
+      const start = now();
+      const e = await emit(
+        { origin: hl.api.origin, key: hl.producerKey, total, concurrency: 32, warmup },
+        { onProgress: (m) => ctx.progress(`emitted ${fmt(m.ok)}/${fmt(total)}`) },
+      );
+      Object.assign(metrics, {
+        'producer.http.rate': e.rate,
+        'producer.http.p50': e.p50,
+        'producer.http.p99': e.p99,
+      });
+      notes['producer.http.rate'] = [e.failed ? `${e.failed} emits failed` : '', await delivered(e.ok, start)]
+        .filter(Boolean)
+        .join('; ');
+    }),
+  );
+  return { metrics, notes };
+}
+
 /** Every case, in the order they run; `--only` selects by name or name prefix. */
 export const CASES = [
   {
@@ -659,4 +743,9 @@ export const CASES = [
   { name: 'memory', about: 'worker RSS with a large pending backlog, then its drain', run: memoryCase },
   { name: 'ordering', about: 'drain with 0, 1,000 and 1 ordering keys', run: orderingCase },
   { name: 'rate-limit', about: 'rate_limit 100 across 2 PostgreSQL workers', run: rateLimitCase },
+  {
+    name: 'producer',
+    about: 'emitWithin from 8 product connections beside HTTP emits (PostgreSQL)',
+    run: producerCase,
+  },
 ];

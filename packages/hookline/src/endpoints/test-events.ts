@@ -7,7 +7,7 @@ import { CATALOGUE, matchesEventFilter, unknownEventTypeMessage } from '../catal
 import type { Context } from '../context.js';
 import { HooklineError, notFound } from '../errors.js';
 import { messageAad } from '../engine/sealing.js';
-import { messageBody } from '../events/validate.js';
+import { messageBody } from '../engine/validate-event.js';
 import { isId, newId } from '../ids.js';
 import { insertDeliveries } from '../store/deliveries.js';
 import { lockQueues } from '../store/endpoint-queues.js';

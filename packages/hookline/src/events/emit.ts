@@ -15,9 +15,9 @@ import {
   type MessageRow,
 } from '../store/messages.js';
 import { ensureTenant } from '../store/tenants.js';
-import { fingerprintText, IDEMPOTENCY_WINDOW_MS, validate } from './validate.js';
+import { fingerprintText, IDEMPOTENCY_WINDOW_MS, validate } from '../engine/validate-event.js';
 
-// The checks moved to events/validate.ts, shared with the in-transaction producer; re-exported for
+// The checks moved to engine/validate-event.ts, shared with the in-transaction producer; re-exported for
 // the modules that import them from here.
 export {
   canonicalJson,
@@ -27,7 +27,7 @@ export {
   MAX_ORDERING_KEY_LENGTH,
   messageBody,
   orderingKeyProblem,
-} from './validate.js';
+} from '../engine/validate-event.js';
 
 export interface EmitInput {
   tenantId: string;

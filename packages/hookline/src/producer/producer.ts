@@ -8,7 +8,7 @@ import { Envelope, encryptionKeyFromBase64 } from '../crypto/envelope.js';
 import { schemaNameProblem } from '../database-url.js';
 import { HooklineError } from '../errors.js';
 import { messageAad } from '../engine/sealing.js';
-import { fingerprintText, IDEMPOTENCY_WINDOW_MS, validate } from '../events/validate.js';
+import { fingerprintText, IDEMPOTENCY_WINDOW_MS, validate } from '../engine/validate-event.js';
 import { newId } from '../ids.js';
 import {
   insertWithin,

@@ -1,6 +1,7 @@
 // Checking an event before it is written, shared by every way of emitting: the HTTP API and the
-// in-process Emitter (events/emit.ts) and the producer that emits inside the product's own
-// transaction (producer/producer.ts). Pure: no I/O, so a bad event is refused before any query.
+// in-process Emitter (events/emit.ts), the producer that emits inside the product's own transaction
+// (producer/producer.ts) and test events (endpoints/test-events.ts). Pure: no I/O, so a bad event is
+// refused before any query.
 import { isEventType, unknownEventTypeMessage, validateEventData } from '../catalogue/index.js';
 import { HooklineError } from '../errors.js';
 import { assertTenantId } from '../tenants.js';

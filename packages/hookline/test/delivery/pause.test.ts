@@ -25,10 +25,10 @@ describe.each(STORE_KINDS)('pausing an endpoint on %s', (kind) => {
     const paused = await startReceiver();
     const control = await startReceiver();
     receivers.push(paused, control);
-    const endpoint = await createEndpoint(s, paused.url, ['user.*']);
+    const endpoint = await createEndpoint(s, { url: paused.url, events: ['user.*'] });
     // The control endpoint gets the same events: its deliveries prove the worker kept claiming while
     // the paused endpoint's deliveries stayed due.
-    await createEndpoint(s, control.url, ['user.*']);
+    await createEndpoint(s, { url: control.url, events: ['user.*'] });
 
     const answer = await patch(s, endpoint.id, { status: 'paused' });
     expect(answer.statusCode, answer.body).toBe(200);
@@ -85,7 +85,7 @@ describe.each(STORE_KINDS)('pausing an endpoint on %s', (kind) => {
     const s = (t = await startTestService(kind, { worker: true }));
     const r = await startReceiver(() => ({ status: 410 }));
     receivers.push(r);
-    const endpoint = await createEndpoint(s, r.url, ['user.*']);
+    const endpoint = await createEndpoint(s, { url: r.url, events: ['user.*'] });
     await emit(s, 'user.deactivated', { userId: 'user_1' });
     await eventually(async () => (await getEndpoint(s, endpoint.id)).status === 'disabled');
 

@@ -22,6 +22,8 @@ export interface MessageRow {
   fanout_cursor?: string | null;
   /** Deliveries of messages sharing a key go one at a time per endpoint, in emit order (§6). */
   ordering_key: string | null;
+  /** The emit's W3C `traceparent` when tracing is on (telemetry/tracing.ts), else null. */
+  trace_context: string | null;
 }
 
 const MESSAGE_COLUMNS = 9;
@@ -55,9 +57,9 @@ export async function nextOrderingSeqs(q: Queryable, count: number): Promise<num
 }
 
 const INSERT_MESSAGE = `INSERT INTO messages (id, tenant_id, event_type, payload, idempotency_key,
-  idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_seq)`;
+  idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_seq, trace_context)`;
 /** SQLite's one-row insert: one text, so the prepared-statement cache finds it without building it per row. */
-const INSERT_MESSAGE_ROW = `${INSERT_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`;
+const INSERT_MESSAGE_ROW = `${INSERT_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
 
 /**
  * Inserts messages (group commit of emits): on PostgreSQL one multi-row statement per few hundred, a
@@ -84,6 +86,7 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
         row.fanned_out_at,
         row.ordering_key,
         rowSeq,
+        row.trace_context,
       ]);
     }
     return seqs;
@@ -96,7 +99,9 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
       params.push(row.id, row.tenant_id, row.event_type, row.payload, row.idempotency_key);
       params.push(row.idempotency_fingerprint, row.created_at, row.fanned_out_at, row.ordering_key);
       const values = placeholders(MESSAGE_COLUMNS, params.length - MESSAGE_COLUMNS + 1);
-      return `(${values}, CASE WHEN CAST($${params.length} AS TEXT) IS NULL THEN NULL ELSE nextval('ordering_seq') END)`;
+      const key = params.length;
+      params.push(row.trace_context);
+      return `(${values}, CASE WHEN CAST($${key} AS TEXT) IS NULL THEN NULL ELSE nextval('ordering_seq') END, $${params.length})`;
     });
     if (!chunk.some((r) => r.ordering_key !== null)) {
       await q.run(`${INSERT_MESSAGE} VALUES ${tuples.join(', ')}`, params);

@@ -10,6 +10,7 @@ import * as m006 from './006-replay-jobs.js';
 import * as m007 from './007-line-index-by-completion.js';
 import * as m008 from './008-dead-letter-count.js';
 import * as m009 from './009-dead-letters-awaiting.js';
+import * as m010 from './010-trace-context.js';
 
 interface Migration {
   version: number;
@@ -27,6 +28,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, ...m007 },
   { version: 8, ...m008 },
   { version: 9, ...m009 },
+  { version: 10, ...m010 },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.length;

@@ -28,6 +28,7 @@ type Pending = Pick<
   | 'replay_of'
   | 'ordering_key'
   | 'payload'
+  | 'trace_context'
 > & { next_attempt_at: number };
 
 /**
@@ -117,7 +118,7 @@ async function claimFromEndpoint(
   // what their attempts need, so no second read of the claimed deliveries follows.
   const rows = await tx.all<Pending>(
     `SELECT d.id, d.next_attempt_at, d.message_id, d.tenant_id, d.event_type, d.attempts,
-       d.first_headers, d.replay_of, d.ordering_key, m.payload
+       d.first_headers, d.replay_of, d.ordering_key, m.payload, m.trace_context
      FROM deliveries d JOIN messages m ON m.id = d.message_id
      WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at ${limitParam(2)}`,
     [r.endpoint_id, room + 1],
@@ -138,6 +139,7 @@ async function claimFromEndpoint(
       replay_of: d.replay_of,
       ordering_key: d.ordering_key,
       payload: d.payload,
+      trace_context: d.trace_context,
       url: r.url,
       secret: r.secret,
       previous_secret: r.previous_secret,

@@ -4,87 +4,12 @@
 // a retried delivery is a span in the emit's trace, with its number and outcome. Without an endpoint
 // nothing is sent and the SDK is never loaded: that describe runs first, before any service of this
 // file has loaded it.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdkLoadCount } from '../../src/telemetry/tracing.js';
-import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.js';
+import { startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
-
-interface ReceivedSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  name: string;
-  kind: number;
-  attributes: Record<string, string | number | boolean>;
-  service: string;
-}
-
-interface OtlpValue {
-  stringValue?: string;
-  intValue?: number | string;
-  boolValue?: boolean;
-}
-interface OtlpAttribute {
-  key: string;
-  value: OtlpValue;
-}
-
-const valueOf = (v: OtlpValue) =>
-  v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : v.boolValue!);
-const attributesOf = (list: OtlpAttribute[] = []) =>
-  Object.fromEntries(list.map((a) => [a.key, valueOf(a.value)]));
-
-interface OtlpReceiver {
-  url: string;
-  /** Every POST, whatever its path. */
-  posts: number;
-  spans: ReceivedSpan[];
-  close(): Promise<void>;
-}
-
-async function startOtlpReceiver(): Promise<OtlpReceiver> {
-  const received: OtlpReceiver = { url: '', posts: 0, spans: [], close: async () => {} };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      received.posts++;
-      if (req.url !== '/v1/traces' || !String(req.headers['content-type']).startsWith('application/json')) {
-        res.writeHead(415).end();
-        return;
-      }
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-        resourceSpans: {
-          resource: { attributes: OtlpAttribute[] };
-          scopeSpans: {
-            spans: (Omit<ReceivedSpan, 'attributes' | 'service'> & { attributes: OtlpAttribute[] })[];
-          }[];
-        }[];
-      };
-      for (const rs of body.resourceSpans) {
-        const service = String(attributesOf(rs.resource.attributes)['service.name']);
-        for (const ss of rs.scopeSpans) {
-          for (const s of ss.spans) {
-            received.spans.push({
-              ...s,
-              parentSpanId: s.parentSpanId ?? '',
-              attributes: attributesOf(s.attributes),
-              service,
-            });
-          }
-        }
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  received.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  received.close = () => new Promise((resolve) => server.close(() => resolve()));
-  return received;
-}
 
 const INCOMING_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const INCOMING_SPAN = '00f067aa0ba902b7';

@@ -249,7 +249,7 @@ export class Emitter {
     const results = rows.map((r) => ({ id: r.id, replayed: false }));
     const insert = async () => ({
       results,
-      wake: (await insertAndFanOut(this.ctx.db, rows, now)).workForWorkers,
+      wake: (await insertAndFanOut(this.ctx.db, rows, now, this.ctx.tracing)).workForWorkers,
     });
     try {
       return await insert();
@@ -339,7 +339,7 @@ export class Emitter {
       results.push({ id: row.id, replayed: false });
     }
     for (const tenant of [...tenants].sort()) await ensureTenant(tx, tenant, now);
-    const { workForWorkers } = await insertAndFanOut(tx, rows, now);
+    const { workForWorkers } = await insertAndFanOut(tx, rows, now, this.ctx.tracing);
     return { results, wake: workForWorkers };
   }
 }

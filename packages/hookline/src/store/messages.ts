@@ -189,7 +189,7 @@ export async function getPayloads(
  */
 export async function claimForFanout(q: Queryable, limit: number): Promise<FanoutMessage[]> {
   let rows = await q.all<FanoutMessage>(
-    `SELECT id, tenant_id, event_type, fanout_cursor, ordering_key, ordering_seq FROM messages
+    `SELECT id, tenant_id, event_type, fanout_cursor, ordering_key, ordering_seq, trace_context FROM messages
      WHERE fanned_out_at IS NULL ORDER BY created_at ${limitParam(1)} ${forUpdate(q.dialect, true)}`,
     [limit],
   );
@@ -230,7 +230,7 @@ async function claimEarlierOfKeys(
 ): Promise<FanoutMessage[]> {
   const t = jsonRecords(q.dialect, 1, { item_tenant: 'text', item_key: 'text', item_seq: 'bigint' });
   return q.all<FanoutMessage>(
-    `SELECT p.id, p.tenant_id, p.event_type, p.fanout_cursor, p.ordering_key, p.ordering_seq
+    `SELECT p.id, p.tenant_id, p.event_type, p.fanout_cursor, p.ordering_key, p.ordering_seq, p.trace_context
      FROM messages p
      WHERE p.fanned_out_at IS NULL AND p.ordering_key IS NOT NULL
        AND EXISTS (SELECT 1 FROM ${t} WHERE p.tenant_id = t.item_tenant AND p.ordering_key = t.item_key
@@ -253,7 +253,7 @@ async function claimEarlierOfKeys(
 
 export type FanoutMessage = Pick<
   MessageRow,
-  'id' | 'tenant_id' | 'event_type' | 'fanout_cursor' | 'ordering_key'
+  'id' | 'tenant_id' | 'event_type' | 'fanout_cursor' | 'ordering_key' | 'trace_context'
 > & { ordering_seq: number | null };
 
 /**

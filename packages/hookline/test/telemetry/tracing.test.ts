@@ -120,6 +120,18 @@ describe.each(STORE_KINDS)('tracing to an OTLP receiver on %s', (kind) => {
       parentSpanId: request.spanId,
       attributes: { 'hookline.tenant_id': 'acme', 'hookline.message_id': messageId },
     });
+    // SQLite fans a tenant's few endpoints out in the emit's transaction; PostgreSQL leaves it to a worker.
+    expect(inTrace.filter((s) => s.name === 'hookline.fanout')).toEqual([
+      expect.objectContaining({
+        parentSpanId: emit.spanId,
+        attributes: {
+          'hookline.tenant_id': 'acme',
+          'hookline.message_id': messageId,
+          'hookline.deliveries': 1,
+          'hookline.fanout.on_emit': kind === 'sqlite',
+        },
+      }),
+    ]);
     const attempts = inTrace
       .filter((s) => s.name === 'hookline.attempt')
       .sort((a, b) => Number(a.attributes['hookline.attempt']) - Number(b.attributes['hookline.attempt']));

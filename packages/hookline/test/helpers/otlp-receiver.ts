@@ -32,19 +32,27 @@ export interface OtlpReceiver {
   url: string;
   /** Every POST, whatever its path. */
   posts: number;
+  /** The path and content type of each POST. */
+  received: string[];
   spans: ReceivedSpan[];
   close(): Promise<void>;
 }
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
-  const received: OtlpReceiver = { url: '', posts: 0, spans: [], close: async () => {} };
+  const received: OtlpReceiver = { url: '', posts: 0, received: [], spans: [], close: async () => {} };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       received.posts++;
-      if (req.url !== '/v1/traces' || !String(req.headers['content-type']).startsWith('application/json')) {
-        res.writeHead(415).end();
+      received.received.push(`${req.url} ${req.headers['content-type']}`);
+      if (req.url !== '/v1/traces') {
+        res.writeHead(404).end();
+        return;
+      }
+      // Protobuf is counted, not decoded: an empty ExportTraceServiceResponse is zero bytes.
+      if (req.headers['content-type'] === 'application/x-protobuf') {
+        res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
         return;
       }
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {

@@ -5,7 +5,7 @@
 // nothing is sent and the SDK is never loaded: that describe runs first, before any service of this
 // file has loaded it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sdkLoadCount } from '../../src/telemetry/tracing.js';
+import { sdkLoadCount, startTracing } from '../../src/telemetry/tracing.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -153,4 +153,24 @@ describe.each(STORE_KINDS)('tracing to an OTLP receiver on %s', (kind) => {
     expect(everything).not.toContain(subscriber.url);
     expect(everything).not.toContain('user_1');
   }, 60_000);
+});
+
+describe('the http/protobuf protocol', () => {
+  it('posts protobuf to the traces endpoint', async () => {
+    const otlp = await startOtlpReceiver();
+    try {
+      const tracing = await startTracing({
+        tracesUrl: `${otlp.url}/v1/traces`,
+        protocol: 'http/protobuf',
+        serviceName: 'hookline',
+        sampler: 'parentbased_always_on',
+        samplerRatio: 1,
+      });
+      tracing.startSpan('hookline.test', null).end();
+      await tracing.shutdown();
+      expect(otlp.received).toEqual(['/v1/traces application/x-protobuf']);
+    } finally {
+      await otlp.close();
+    }
+  });
 });

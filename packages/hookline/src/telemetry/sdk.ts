@@ -23,7 +23,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { TracingConfig } from '../config.js';
-import type { FinishedSpan, Tracing } from './tracing.js';
+import type { FinishedSpan, Tracing } from './spans.js';
 
 function sampler(config: TracingConfig): Sampler {
   const ratio = new TraceIdRatioBasedSampler(config.samplerRatio);

@@ -2,42 +2,10 @@
 // no OTLP endpoint configured, NO_TRACING is used: `enabled` is false, every caller tests that one
 // boolean before making anything for a span, and the SDK (telemetry/sdk.ts) is never imported, so no
 // OpenTelemetry code is even loaded. Only types come from @opentelemetry/api here.
-import type { Attributes, Span, SpanStatusCode } from '@opentelemetry/api';
 import type { TracingConfig } from '../config.js';
+import type { Tracing } from './spans.js';
 
-export type { Span } from '@opentelemetry/api';
-
-/** SpanStatusCode.ERROR as a plain value: importing the enum would load @opentelemetry/api. */
-export const SPAN_STATUS_ERROR = 2 as SpanStatusCode.ERROR;
-
-/** A span recorded after the fact, with the times its work began and ended (epoch ms). */
-export interface FinishedSpan {
-  name: string;
-  /** The W3C `traceparent` of its parent (stored with the message), or null for a new trace. */
-  parent: string | null;
-  startMs: number;
-  endMs: number;
-  attributes: Attributes;
-  error: boolean;
-}
-
-export interface Tracing {
-  readonly enabled: boolean;
-  /** A server span for an API request, a child of its `traceparent` (and `tracestate`) headers, if any. */
-  startServerSpan(
-    name: string,
-    traceparent: string | undefined,
-    tracestate: string | undefined,
-    attributes: Attributes,
-  ): Span;
-  /** A span under `parent` (a new trace when null), running now. */
-  startSpan(name: string, parent: Span | null, attributes?: Attributes): Span;
-  /** The W3C `traceparent` that makes later spans (another thread, process or day) children of `span`. */
-  traceparentOf(span: Span): string | null;
-  record(span: FinishedSpan): void;
-  /** Exports what is buffered and stops. */
-  shutdown(): Promise<void>;
-}
+export { SPAN_STATUS_ERROR, type FinishedSpan, type Span, type Tracing } from './spans.js';
 
 const noop = () => {
   throw new Error('tracing is off: test tracing.enabled first');

@@ -56,10 +56,16 @@ export async function nextOrderingSeqs(q: Queryable, count: number): Promise<num
   return rows.map((r) => Number(r.value)).sort((a, b) => a - b);
 }
 
-const INSERT_MESSAGE = `INSERT INTO messages (id, tenant_id, event_type, payload, idempotency_key,
-  idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_seq, trace_context)`;
+const INSERT_COLUMNS = `id, tenant_id, event_type, payload, idempotency_key,
+  idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_seq`;
+const INSERT_MESSAGE = `INSERT INTO messages (${INSERT_COLUMNS})`;
+/**
+ * With the emits' trace context (tracing on): without tracing, PostgreSQL's multi-row insert leaves
+ * the column out rather than bind a NULL per row (docs/operators.md, "Tracing": nothing spent).
+ */
+const INSERT_TRACED_MESSAGE = `INSERT INTO messages (${INSERT_COLUMNS}, trace_context)`;
 /** SQLite's one-row insert: one text, so the prepared-statement cache finds it without building it per row. */
-const INSERT_MESSAGE_ROW = `${INSERT_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
+const INSERT_MESSAGE_ROW = `${INSERT_TRACED_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
 
 /**
  * Inserts messages (group commit of emits): on PostgreSQL one multi-row statement per few hundred, a
@@ -95,20 +101,23 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
   for (let start = 0; start < rows.length; start += 500) {
     const chunk = rows.slice(start, start + 500);
     const params: SqlValue[] = [];
+    const traced = chunk.some((r) => r.trace_context !== null);
+    const insert = traced ? INSERT_TRACED_MESSAGE : INSERT_MESSAGE;
     const tuples = chunk.map((row) => {
       params.push(row.id, row.tenant_id, row.event_type, row.payload, row.idempotency_key);
       params.push(row.idempotency_fingerprint, row.created_at, row.fanned_out_at, row.ordering_key);
       const values = placeholders(MESSAGE_COLUMNS, params.length - MESSAGE_COLUMNS + 1);
-      const key = params.length;
+      const seq = `CASE WHEN CAST($${params.length} AS TEXT) IS NULL THEN NULL ELSE nextval('ordering_seq') END`;
+      if (!traced) return `(${values}, ${seq})`;
       params.push(row.trace_context);
-      return `(${values}, CASE WHEN CAST($${key} AS TEXT) IS NULL THEN NULL ELSE nextval('ordering_seq') END, $${params.length})`;
+      return `(${values}, ${seq}, $${params.length})`;
     });
     if (!chunk.some((r) => r.ordering_key !== null)) {
-      await q.run(`${INSERT_MESSAGE} VALUES ${tuples.join(', ')}`, params);
+      await q.run(`${insert} VALUES ${tuples.join(', ')}`, params);
       continue;
     }
     const keyed = await q.all<{ id: string; ordering_seq: string }>(
-      `${INSERT_MESSAGE} VALUES ${tuples.join(', ')} RETURNING id, ordering_seq`,
+      `${insert} VALUES ${tuples.join(', ')} RETURNING id, ordering_seq`,
       params,
     );
     for (const k of keyed) if (k.ordering_seq !== null) seqOf.set(k.id, Number(k.ordering_seq));

@@ -40,6 +40,27 @@ export interface Config {
   readonly maxEndpointsPerTenant: number;
   /** SQLite's `synchronous` pragma: `normal` (fast; a power loss may lose the last commits) or `full`. */
   readonly sqliteSynchronous: 'normal' | 'full';
+  /** OpenTelemetry's `OTEL_*` variables (docs/operators.md, "Tracing"); null: no tracing at all. */
+  readonly tracing: TracingConfig | null;
+}
+
+export type OtlpProtocol = 'http/protobuf' | 'http/json';
+export type TracesSampler =
+  | 'always_on'
+  | 'always_off'
+  | 'traceidratio'
+  | 'parentbased_always_on'
+  | 'parentbased_always_off'
+  | 'parentbased_traceidratio';
+
+export interface TracingConfig {
+  /** The full URL spans are POSTed to (…/v1/traces). */
+  readonly tracesUrl: string;
+  readonly protocol: OtlpProtocol;
+  readonly serviceName: string;
+  readonly sampler: TracesSampler;
+  /** OTEL_TRACES_SAMPLER_ARG: the ratio of the `…traceidratio` samplers. */
+  readonly samplerRatio: number;
 }
 
 export class ConfigError extends Error {
@@ -167,7 +188,12 @@ function readInt(env: Env, name: string, fallback: number, min: number, max: num
   return value;
 }
 
-function readChoice<T extends string>(env: Env, name: string, fallback: T, choices: readonly T[]): T {
+function readChoice<T extends string, F extends T | null>(
+  env: Env,
+  name: string,
+  fallback: F,
+  choices: readonly T[],
+): T | F {
   const raw = env[name]?.trim().toLowerCase();
   if (raw === undefined || raw === '') return fallback;
   if (!(choices as readonly string[]).includes(raw)) {
@@ -276,6 +302,55 @@ function readCaFile(env: Env): string | null {
   return pems.join('\n');
 }
 
+const OTLP_PROTOCOLS: readonly OtlpProtocol[] = ['http/protobuf', 'http/json'];
+const SAMPLERS: readonly TracesSampler[] = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+];
+
+function readOtlpUrl(env: Env, name: string): string | null {
+  const raw = env[name]?.trim();
+  if (!raw) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'is not a URL; expected http(s)://host:port');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(name, 'must be an http:// or https:// URL');
+  return url.href;
+}
+
+/**
+ * OpenTelemetry's own variables with their standard meanings (the OTLP exporter specification):
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as given; OTEL_EXPORTER_OTLP_ENDPOINT is a base to which
+ * `v1/traces` is appended. Neither set: no tracing, and the SDK is never loaded (telemetry/tracing.ts).
+ */
+function readTracing(env: Env): TracingConfig | null {
+  const tracesEndpoint = readOtlpUrl(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const base = readOtlpUrl(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  const protocol =
+    readChoice(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', null, OTLP_PROTOCOLS) ??
+    readChoice(env, 'OTEL_EXPORTER_OTLP_PROTOCOL', 'http/protobuf', OTLP_PROTOCOLS);
+  const sampler = readChoice(env, 'OTEL_TRACES_SAMPLER', 'parentbased_always_on', SAMPLERS);
+  const rawRatio = env.OTEL_TRACES_SAMPLER_ARG?.trim();
+  let samplerRatio = 1;
+  if (rawRatio && sampler.endsWith('traceidratio')) {
+    samplerRatio = Number(rawRatio);
+    if (!/^\d*\.?\d+$/.test(rawRatio) || samplerRatio > 1)
+      throw new ConfigError('OTEL_TRACES_SAMPLER_ARG', `must be a ratio between 0 and 1, got "${rawRatio}"`);
+  }
+  const serviceName = env.OTEL_SERVICE_NAME?.trim() || 'hookline';
+  const tracesUrl = tracesEndpoint ?? (base === null ? null : `${base.replace(/\/+$/, '')}/v1/traces`);
+  if (tracesUrl === null) return null;
+  return { tracesUrl, protocol, serviceName, sampler, samplerRatio };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const { databaseUrl, dataDir } = readDatabaseUrl(env);
   const rawKey = env.HOOKLINE_ENCRYPTION_KEY;
@@ -348,5 +423,6 @@ export function loadConfig(env: Env = process.env): Config {
       'normal',
       'full',
     ]),
+    tracing: readTracing(env),
   });
 }

@@ -8,6 +8,7 @@ import type { Db } from './store/db.js';
 import { openDb } from './store/open.js';
 import { Metrics } from './metrics.js';
 import { WorkSignal } from './store/work-signal.js';
+import { startTracing, type Tracing } from './telemetry/tracing.js';
 
 export type Clock = () => number;
 
@@ -20,6 +21,8 @@ export interface Context {
   /** Wakes the fan-out and delivery loops when new work is written. */
   readonly signal: WorkSignal;
   readonly metrics: Metrics;
+  /** OpenTelemetry spans; `tracing.enabled` is false without an OTLP endpoint (telemetry/tracing.ts). */
+  readonly tracing: Tracing;
 }
 
 export interface ContextOptions {
@@ -82,5 +85,6 @@ export async function createContext(config: Config, options: ContextOptions = {}
     clock,
     signal: await WorkSignal.create(db, logger),
     metrics: new Metrics(db, clock, options.processMetrics ?? true, options.sharedMetrics ?? true),
+    tracing: await startTracing(config.tracing),
   };
 }

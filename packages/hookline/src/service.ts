@@ -94,6 +94,8 @@ export async function startService(config: Config, options: ServiceOptions): Pro
         // Before the connection: SQLite's last connection to close copies the rest of the log in.
         await maintenance?.stop();
         await ctx.db.close();
+        // Last: exports the spans of everything above (docs/operators.md, "Tracing").
+        await ctx.tracing.shutdown();
       })());
     service = { ctx, app: api, emitter, worker, address, close };
   } catch (err) {

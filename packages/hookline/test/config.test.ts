@@ -27,6 +27,39 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ HOOKLINE_SQLITE_SYNCHRONOUS: 'off' })).toThrow(/HOOKLINE_SQLITE_SYNCHRONOUS/);
   });
 
+  it("reads OpenTelemetry's OTEL_* variables with their standard meanings", () => {
+    // No endpoint: no tracing, whatever else is set.
+    expect(
+      loadConfig({ OTEL_SERVICE_NAME: 'x', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }).tracing,
+    ).toBeNull();
+    // The general endpoint is a base: the signal's path is appended.
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing).toEqual({
+      tracesUrl: 'http://collector:4318/v1/traces',
+      protocol: 'http/protobuf',
+      serviceName: 'hookline',
+      sampler: 'parentbased_always_on',
+      samplerRatio: 1,
+    });
+    // The traces endpoint is used as given, and wins; the traces protocol wins over the general one.
+    expect(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.internal/otlp/spans',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+        OTEL_SERVICE_NAME: 'webhooks',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
+      }).tracing,
+    ).toEqual({
+      tracesUrl: 'https://traces.internal/otlp/spans',
+      protocol: 'http/json',
+      serviceName: 'webhooks',
+      sampler: 'parentbased_traceidratio',
+      samplerRatio: 0.25,
+    });
+  });
+
   it('default retry schedule rides out a day-long outage', () => {
     // Lower bound of the whole schedule with the jitter at its most negative (-25 %).
     let total = 0;
@@ -93,6 +126,13 @@ describe('loadConfig', () => {
     [{ HOOKLINE_PREVIOUS_ENCRYPTION_KEYS: `${KEY},short` }, 'HOOKLINE_PREVIOUS_ENCRYPTION_KEYS'],
     [{ HOOKLINE_MAX_ENDPOINTS_PER_TENANT: '0' }, 'HOOKLINE_MAX_ENDPOINTS_PER_TENANT'],
     [{ HOOKLINE_MAX_ENDPOINTS_PER_TENANT: 'lots' }, 'HOOKLINE_MAX_ENDPOINTS_PER_TENANT'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, 'OTEL_EXPORTER_OTLP_ENDPOINT'],
+    [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'not a url' }, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_PROTOCOL'],
+    [{ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/xml' }, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'],
+    [{ OTEL_TRACES_SAMPLER: 'sometimes' }, 'OTEL_TRACES_SAMPLER'],
+    [{ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '1.5' }, 'OTEL_TRACES_SAMPLER_ARG'],
+    [{ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: 'half' }, 'OTEL_TRACES_SAMPLER_ARG'],
   ])('rejects %o naming %s', (env, variable) => {
     expect(() => loadConfig(env)).toThrowError(ConfigError);
     try {

@@ -13,7 +13,7 @@ const FLOORS: string[][] = [
   ['errors.ts', 'ids.ts', 'database-url.ts', 'catalogue', 'net'],
   ['config.ts', 'pagination.ts', 'tenants.ts', 'console'],
   ['store'],
-  ['crypto', 'metrics.ts'],
+  ['crypto', 'metrics.ts', 'telemetry'],
   ['context.ts'],
   ['engine'],
   ['events', 'endpoints', 'keys', 'delivery'],

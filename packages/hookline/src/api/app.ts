@@ -11,6 +11,7 @@ import type { Emitter } from '../events/emit.js';
 import { MAX_EVENT_BODY_BYTES } from '../events/emit.js';
 import { AccessLog } from './access-log.js';
 import { registerAuth } from './auth.js';
+import { registerTracing } from './tracing-hooks.js';
 import { onClientError } from './client-error.js';
 import { onFrameworkError, registerErrorHandling } from './errors.js';
 import { findForbiddenText } from './input-text.js';
@@ -82,6 +83,8 @@ export async function buildApp(ctx: Context, options: AppOptions): Promise<Fasti
     // Fastify's own 503 while closing has its own shape; the onRequest hook below answers instead.
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // First, so every request has its span, the ones refused below included.
+  registerTracing(app, ctx);
 
   let closing = false;
   app.addHook('preClose', async () => {

@@ -19,6 +19,7 @@ export function registerMigrateCommand(program: Command, config: Config): void {
       } finally {
         await ctx.signal.close();
         await ctx.db.close();
+        await ctx.tracing.shutdown();
       }
     });
 }

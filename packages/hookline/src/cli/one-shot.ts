@@ -14,6 +14,8 @@ export async function withContext<T>(config: Config, run: (ctx: Context) => Prom
   } finally {
     await ctx.signal.close();
     await ctx.db.close();
+    // `hookline emit`'s span, say (docs/operators.md, "Tracing").
+    await ctx.tracing.shutdown();
   }
 }
 

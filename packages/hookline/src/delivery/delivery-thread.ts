@@ -170,6 +170,8 @@ async function runThread(port: NonNullable<typeof parentPort>, data: ThreadData)
         await worker.stop(m.graceMs);
         await ctx.signal.close();
         await ctx.db.close();
+        // This thread's own span exporter (telemetry/tracing.ts): flushed before the thread ends.
+        await ctx.tracing.shutdown();
         post({ type: 'stopped' });
         port.close();
       })();

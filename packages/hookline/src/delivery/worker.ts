@@ -340,9 +340,14 @@ export class DeliveryWorker {
             ? 'signing secret cannot be decrypted'
             : 'custom headers cannot be decrypted';
       log().error(`attempt impossible: ${error}`);
-      await this.outcomes.push(
-        judgeAttempt(this.ctx, { delivery, headers: {}, body }, notSent(error), this.options.random),
+      const outcome = judgeAttempt(
+        this.ctx,
+        { delivery, headers: {}, body },
+        notSent(error),
+        this.options.random,
       );
+      if (this.ctx.tracing.enabled) traceAttempt(this.ctx, outcome, 0);
+      await this.outcomes.push(outcome);
       return;
     }
     const headers = deliveryHeaders({
@@ -360,9 +365,9 @@ export class DeliveryWorker {
         : await this.sender.send({ url: delivery.url, headers: requestHeaders(headers, custom), body });
     if (this.interrupting) return; // shutting down: the claim is released, not judged
     this.ctx.metrics.attemptSeconds.observe(result.durationMs / 1000);
-    await this.outcomes.push(
-      judgeAttempt(this.ctx, { delivery, headers, body }, result, this.options.random),
-    );
+    const outcome = judgeAttempt(this.ctx, { delivery, headers, body }, result, this.options.random);
+    if (this.ctx.tracing.enabled) traceAttempt(this.ctx, outcome, result.durationMs);
+    await this.outcomes.push(outcome);
     if (this.ctx.logger.isLevelEnabled('debug')) {
       log().debug(
         { status: result.status, ok: result.ok, ms: Math.round(result.durationMs) },
@@ -370,6 +375,35 @@ export class DeliveryWorker {
       );
     }
   }
+}
+
+const TRACED_OUTCOME = { succeeded: 'succeeded', retry: 'failed', dead: 'dead' } as const;
+
+/**
+ * The attempt's span, in the trace of the emit that created its message (messages.trace_context), made
+ * when the outcome is known, with the times the attempt took: so a retry hours later, or on another
+ * worker, joins the same trace (docs/operators.md, "Tracing"). No URL, header or body goes in it.
+ */
+function traceAttempt(ctx: Context, outcome: Outcome, durationMs: number): void {
+  const { delivery } = outcome;
+  const endMs = Date.now();
+  ctx.tracing.record({
+    name: 'hookline.attempt',
+    parent: delivery.trace_context,
+    startMs: endMs - durationMs,
+    endMs,
+    attributes: {
+      'hookline.tenant_id': delivery.tenant_id,
+      'hookline.endpoint_id': delivery.endpoint_id,
+      'hookline.message_id': delivery.message_id,
+      'hookline.delivery_id': delivery.id,
+      'hookline.event_type': delivery.event_type,
+      'hookline.attempt': delivery.attempts,
+      'hookline.outcome': TRACED_OUTCOME[outcome.kind],
+      ...(outcome.status === null ? {} : { 'http.response.status_code': outcome.status }),
+    },
+    error: outcome.kind !== 'succeeded',
+  });
 }
 
 /** Decrypts each message payload and endpoint secret once for the attempts started together. */

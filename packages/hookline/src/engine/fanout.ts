@@ -18,6 +18,7 @@ import {
   keyAwaitsFanout,
   type MessageRow,
 } from '../store/messages.js';
+import type { Tracing } from '../telemetry/tracing.js';
 
 /** Messages read per transaction. */
 export const FANOUT_BATCH = 1024;
@@ -45,7 +46,11 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
   // Where emits fan out (SQLite) a wake-up mostly finds nothing: an empty write transaction took the
   // writer from the emits ~500 times in a 10,000-event run.
   if (readBeforeWrite && !(await anyAwaitingFanout(ctx.db))) return { messages: 0, deliveries: 0 };
-  return ctx.db.transaction(async (tx) => {
+  // Only with tracing on (docs/operators.md, "Tracing"): each traced message's span, once committed.
+  const traced: TracedFanout[] | null = ctx.tracing.enabled ? [] : null;
+  const startMs = traced ? Date.now() : 0;
+  const result = await ctx.db.transaction(async (tx) => {
+    if (traced) traced.length = 0; // a transaction retried starts again
     // No more messages than one chunk of deliveries can take: the rest would be read for nothing.
     const messages = await claimForFanout(tx, Math.min(limit, chunk));
     if (messages.length === 0) return { messages: 0, deliveries: 0 };
@@ -67,6 +72,7 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
       return rows;
     };
     for (const message of messages) {
+      const before = rows.length;
       let cursor = message.fanout_cursor ?? '';
       let complete = false;
       let full = false;
@@ -85,6 +91,8 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
         if (!full && endpoints.length < chunk) complete = true;
         if (complete) break;
       }
+      if (traced && message.trace_context !== null)
+        traced.push({ message, deliveries: rows.length - before });
       if (complete) done.push(message.id);
       else {
         partial = { id: message.id, cursor };
@@ -98,6 +106,38 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
     await insertDeliveries(tx, rows, now);
     return { messages: done.length + (partial ? 1 : 0), deliveries: rows.length };
   });
+  if (traced) traceFanouts(ctx.tracing, traced, startMs, false);
+  return result;
+}
+
+interface TracedFanout {
+  message: Pick<MessageRow, 'id' | 'tenant_id' | 'trace_context'>;
+  deliveries: number;
+}
+
+/** A `hookline.fanout` span per traced message, in its emit's trace (messages.trace_context). */
+function traceFanouts(
+  tracing: Tracing,
+  fanouts: readonly TracedFanout[],
+  startMs: number,
+  onEmit: boolean,
+): void {
+  const endMs = Date.now();
+  for (const { message, deliveries } of fanouts) {
+    tracing.record({
+      name: 'hookline.fanout',
+      parent: message.trace_context,
+      startMs,
+      endMs,
+      attributes: {
+        'hookline.tenant_id': message.tenant_id,
+        'hookline.message_id': message.id,
+        'hookline.deliveries': deliveries,
+        'hookline.fanout.on_emit': onEmit,
+      },
+      error: false,
+    });
+  }
 }
 
 function newDelivery(
@@ -146,8 +186,10 @@ export async function insertAndFanOut(
   tx: Queryable,
   messages: MessageRow[],
   now: number,
+  tracing: Tracing,
 ): Promise<{ workForWorkers: boolean }> {
   if (messages.length === 0) return { workForWorkers: false };
+  const startMs = tracing.enabled ? Date.now() : 0;
   const matched = tx.capabilities.fanOutOnEmit
     ? await matchOnEmit(tx, messages)
     : new Map<number, string[]>();
@@ -158,6 +200,14 @@ export async function insertAndFanOut(
     for (const endpointId of endpointIds) rows.push(newDelivery(messages[i]!, endpointId, seqs[i]!, now));
   }
   await insertDeliveries(tx, rows, now);
+  if (tracing.enabled && matched.size > 0) {
+    const traced: TracedFanout[] = [];
+    for (const [i, endpointIds] of matched) {
+      const message = messages[i]!;
+      if (message.trace_context !== null) traced.push({ message, deliveries: endpointIds.length });
+    }
+    traceFanouts(tracing, traced, startMs, true);
+  }
   // Deliveries to attempt, or messages left to fan out: otherwise (no endpoint matched) nothing for
   // the workers to wake up for.
   return { workForWorkers: rows.length > 0 || matched.size < messages.length };

@@ -15,6 +15,7 @@ import {
   type MessageRow,
 } from '../store/messages.js';
 import { ensureTenant } from '../store/tenants.js';
+import { SPAN_STATUS_ERROR, type Span } from '../telemetry/tracing.js';
 import { fingerprintText, IDEMPOTENCY_WINDOW_MS, validate } from '../engine/validate-event.js';
 
 // The checks moved to engine/validate-event.ts, shared with the in-transaction producer; re-exported for
@@ -39,6 +40,8 @@ export interface EmitInput {
    * order (docs/contract.md §6, docs/delivery.md "Ordered delivery").
    */
   orderingKey?: string | null;
+  /** The API request's span, when tracing is on: the emit's span is its child. */
+  requestSpan?: Span | null;
 }
 
 export interface EmitResult {
@@ -59,6 +62,8 @@ interface Prepared {
    * API held that lock (bench/HISTORY.md, "Session of run Q").
    */
   payload: Buffer;
+  /** The emit span's `traceparent`, stored with the message; null when tracing is off. */
+  traceContext: string | null;
 }
 
 interface Waiting extends Prepared {
@@ -91,16 +96,41 @@ export class Emitter {
       const fingerprint = key === null ? null : this.ctx.envelope.digest(fingerprintText(input));
       const id = newId('message', this.ctx.clock());
       const payload = this.ctx.envelope.seal(body, messageAad(id));
-      prepared = { input, key, fingerprint, id, payload };
+      prepared = { input, key, fingerprint, id, payload, traceContext: null };
     } catch (err) {
       return Promise.reject(err);
     }
+    // One boolean when tracing is off: no span, no traceparent (docs/operators.md, "Tracing").
+    if (!this.ctx.tracing.enabled) return this.enqueue(prepared);
+    const span = this.ctx.tracing.startSpan('hookline.emit', input.requestSpan ?? null, {
+      'hookline.tenant_id': input.tenantId,
+      'hookline.event_type': input.type,
+    });
+    prepared.traceContext = this.ctx.tracing.traceparentOf(span);
+    return this.enqueue(prepared).then(
+      (result) => {
+        span.setAttributes({ 'hookline.message_id': result.id, 'hookline.replayed': result.replayed });
+        span.end();
+        return result;
+      },
+      (err: unknown) => {
+        span.setStatus({
+          code: SPAN_STATUS_ERROR,
+          message: err instanceof HooklineError ? err.code : 'failed',
+        });
+        span.end();
+        throw err;
+      },
+    );
+  }
+
+  private enqueue(prepared: Prepared): Promise<EmitResult> {
     return new Promise<EmitResult>((resolve, reject) => {
       // Field by field, not `{ ...prepared, resolve, reject }`: a spread that adds properties made a
       // new hidden class for every emit here (V8's --log-maps: two a request), and every read of a
       // Waiting was megamorphic (bench/HISTORY.md, "Session of run W").
-      const { input, key, fingerprint, id, payload } = prepared;
-      this.waiting.push({ input, key, fingerprint, id, payload, resolve, reject });
+      const { input, key, fingerprint, id, payload, traceContext } = prepared;
+      this.waiting.push({ input, key, fingerprint, id, payload, traceContext, resolve, reject });
       // The write starts after the requests read in this turn of the event loop have joined it: an
       // SQLite transaction runs synchronously, so starting at once would commit each emit alone.
       if (!this.writing) {
@@ -219,7 +249,7 @@ export class Emitter {
     const results = rows.map((r) => ({ id: r.id, replayed: false }));
     const insert = async () => ({
       results,
-      wake: (await insertAndFanOut(this.ctx.db, rows, now)).workForWorkers,
+      wake: (await insertAndFanOut(this.ctx.db, rows, now, this.ctx.tracing)).workForWorkers,
     });
     try {
       return await insert();
@@ -245,6 +275,7 @@ export class Emitter {
       created_at: now,
       fanned_out_at: null,
       ordering_key: p.input.orderingKey ?? null,
+      trace_context: p.traceContext,
     };
   }
 
@@ -308,7 +339,7 @@ export class Emitter {
       results.push({ id: row.id, replayed: false });
     }
     for (const tenant of [...tenants].sort()) await ensureTenant(tx, tenant, now);
-    const { workForWorkers } = await insertAndFanOut(tx, rows, now);
+    const { workForWorkers } = await insertAndFanOut(tx, rows, now, this.ctx.tracing);
     return { results, wake: workForWorkers };
   }
 }

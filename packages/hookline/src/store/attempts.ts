@@ -16,6 +16,8 @@ export interface ClaimedAttempt {
   ordering_key: string | null;
   /** Envelope of the message's raw body. */
   payload: Buffer;
+  /** The emit's W3C `traceparent` (messages.trace_context): the attempt's span joins its trace. */
+  trace_context: string | null;
   url: string;
   secret: Buffer;
   previous_secret: Buffer | null;

@@ -22,6 +22,8 @@ export interface MessageRow {
   fanout_cursor?: string | null;
   /** Deliveries of messages sharing a key go one at a time per endpoint, in emit order (§6). */
   ordering_key: string | null;
+  /** The emit's W3C `traceparent` when tracing is on (telemetry/tracing.ts), else null. */
+  trace_context: string | null;
 }
 
 const MESSAGE_COLUMNS = 9;
@@ -54,10 +56,16 @@ export async function nextOrderingSeqs(q: Queryable, count: number): Promise<num
   return rows.map((r) => Number(r.value)).sort((a, b) => a - b);
 }
 
-const INSERT_MESSAGE = `INSERT INTO messages (id, tenant_id, event_type, payload, idempotency_key,
-  idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_seq)`;
+const INSERT_COLUMNS = `id, tenant_id, event_type, payload, idempotency_key,
+  idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_seq`;
+const INSERT_MESSAGE = `INSERT INTO messages (${INSERT_COLUMNS})`;
+/**
+ * With the emits' trace context (tracing on): without tracing, PostgreSQL's multi-row insert leaves
+ * the column out rather than bind a NULL per row (docs/operators.md, "Tracing": nothing spent).
+ */
+const INSERT_TRACED_MESSAGE = `INSERT INTO messages (${INSERT_COLUMNS}, trace_context)`;
 /** SQLite's one-row insert: one text, so the prepared-statement cache finds it without building it per row. */
-const INSERT_MESSAGE_ROW = `${INSERT_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`;
+const INSERT_MESSAGE_ROW = `${INSERT_TRACED_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
 
 /**
  * Inserts messages (group commit of emits): on PostgreSQL one multi-row statement per few hundred, a
@@ -84,6 +92,7 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
         row.fanned_out_at,
         row.ordering_key,
         rowSeq,
+        row.trace_context,
       ]);
     }
     return seqs;
@@ -92,18 +101,23 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
   for (let start = 0; start < rows.length; start += 500) {
     const chunk = rows.slice(start, start + 500);
     const params: SqlValue[] = [];
+    const traced = chunk.some((r) => r.trace_context !== null);
+    const insert = traced ? INSERT_TRACED_MESSAGE : INSERT_MESSAGE;
     const tuples = chunk.map((row) => {
       params.push(row.id, row.tenant_id, row.event_type, row.payload, row.idempotency_key);
       params.push(row.idempotency_fingerprint, row.created_at, row.fanned_out_at, row.ordering_key);
       const values = placeholders(MESSAGE_COLUMNS, params.length - MESSAGE_COLUMNS + 1);
-      return `(${values}, CASE WHEN CAST($${params.length} AS TEXT) IS NULL THEN NULL ELSE nextval('ordering_seq') END)`;
+      const seq = `CASE WHEN CAST($${params.length} AS TEXT) IS NULL THEN NULL ELSE nextval('ordering_seq') END`;
+      if (!traced) return `(${values}, ${seq})`;
+      params.push(row.trace_context);
+      return `(${values}, ${seq}, $${params.length})`;
     });
     if (!chunk.some((r) => r.ordering_key !== null)) {
-      await q.run(`${INSERT_MESSAGE} VALUES ${tuples.join(', ')}`, params);
+      await q.run(`${insert} VALUES ${tuples.join(', ')}`, params);
       continue;
     }
     const keyed = await q.all<{ id: string; ordering_seq: string }>(
-      `${INSERT_MESSAGE} VALUES ${tuples.join(', ')} RETURNING id, ordering_seq`,
+      `${insert} VALUES ${tuples.join(', ')} RETURNING id, ordering_seq`,
       params,
     );
     for (const k of keyed) if (k.ordering_seq !== null) seqOf.set(k.id, Number(k.ordering_seq));
@@ -199,7 +213,7 @@ export async function getPayloads(
  */
 export async function claimForFanout(q: Queryable, limit: number): Promise<FanoutMessage[]> {
   let rows = await q.all<FanoutMessage>(
-    `SELECT id, tenant_id, event_type, fanout_cursor, ordering_key, ordering_seq FROM messages
+    `SELECT id, tenant_id, event_type, fanout_cursor, ordering_key, ordering_seq, trace_context FROM messages
      WHERE fanned_out_at IS NULL ORDER BY created_at ${limitParam(1)} ${forUpdate(q.dialect, true)}`,
     [limit],
   );
@@ -240,7 +254,7 @@ async function claimEarlierOfKeys(
 ): Promise<FanoutMessage[]> {
   const t = jsonRecords(q.dialect, 1, { item_tenant: 'text', item_key: 'text', item_seq: 'bigint' });
   return q.all<FanoutMessage>(
-    `SELECT p.id, p.tenant_id, p.event_type, p.fanout_cursor, p.ordering_key, p.ordering_seq
+    `SELECT p.id, p.tenant_id, p.event_type, p.fanout_cursor, p.ordering_key, p.ordering_seq, p.trace_context
      FROM messages p
      WHERE p.fanned_out_at IS NULL AND p.ordering_key IS NOT NULL
        AND EXISTS (SELECT 1 FROM ${t} WHERE p.tenant_id = t.item_tenant AND p.ordering_key = t.item_key
@@ -263,7 +277,7 @@ async function claimEarlierOfKeys(
 
 export type FanoutMessage = Pick<
   MessageRow,
-  'id' | 'tenant_id' | 'event_type' | 'fanout_cursor' | 'ordering_key'
+  'id' | 'tenant_id' | 'event_type' | 'fanout_cursor' | 'ordering_key' | 'trace_context'
 > & { ordering_seq: number | null };
 
 /**

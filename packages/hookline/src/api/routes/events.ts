@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { Context } from '../../context.js';
 import type { Emitter } from '../../events/emit.js';
 import { authErrors } from '../schemas/common.js';
+import { requestSpan } from '../tracing-hooks.js';
 import { EmitBody, EmitHeaders, Emitted } from '../schemas/events.js';
 
 export function eventRoutes(ctx: Context, emitter: Emitter): FastifyPluginAsyncTypebox {
@@ -30,6 +31,7 @@ export function eventRoutes(ctx: Context, emitter: Emitter): FastifyPluginAsyncT
           data: request.body.data,
           idempotencyKey: request.headers['idempotency-key'] ?? null,
           orderingKey: request.body.ordering_key ?? null,
+          requestSpan: ctx.tracing.enabled ? requestSpan(request) : null,
         });
         stopTimer();
         if (!result.replayed) ctx.metrics.emitted.inc();

@@ -13,6 +13,7 @@ import * as m009 from './009-dead-letters-awaiting.js';
 import * as m010 from './010-endpoint-headers.js';
 import * as m011 from './011-signature-schemes.js';
 import * as m012 from './012-test-messages.js';
+import * as m013 from './013-trace-context.js';
 
 interface Migration {
   version: number;
@@ -33,6 +34,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 10, ...m010 },
   { version: 11, ...m011 },
   { version: 12, ...m012 },
+  { version: 13, ...m013 },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.length;

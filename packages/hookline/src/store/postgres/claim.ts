@@ -75,7 +75,7 @@ WITH ready AS (
 )
 SELECT c.id, c.message_id, c.endpoint_id, c.tenant_id, c.event_type, c.attempts, c.first_headers, c.replay_of,
   c.ordering_key,
-  m.payload, m.is_test, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at, e.headers AS endpoint_headers,
+  m.payload, m.is_test, m.trace_context, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at, e.headers AS endpoint_headers,
   (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy,
   -- A rate-limited attempt's slot in the pace, one interval after the one before whoever claimed it,
   -- plus the send delay (store/endpoint-queues.ts, pacedSendDelayUs).

@@ -35,6 +35,7 @@ type Pending = Pick<
   | 'ordering_key'
   | 'payload'
   | 'is_test'
+  | 'trace_context'
 > & { next_attempt_at: number };
 
 /**
@@ -124,7 +125,7 @@ async function claimFromEndpoint(
   // what their attempts need, so no second read of the claimed deliveries follows.
   const rows = await tx.all<Pending>(
     `SELECT d.id, d.next_attempt_at, d.message_id, d.tenant_id, d.event_type, d.attempts,
-       d.first_headers, d.replay_of, d.ordering_key, m.payload, m.is_test
+       d.first_headers, d.replay_of, d.ordering_key, m.payload, m.is_test, m.trace_context
      FROM deliveries d JOIN messages m ON m.id = d.message_id
      WHERE d.endpoint_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at ${limitParam(2)}`,
     [r.endpoint_id, room + 1],
@@ -146,6 +147,7 @@ async function claimFromEndpoint(
       ordering_key: d.ordering_key,
       payload: d.payload,
       is_test: d.is_test,
+      trace_context: d.trace_context,
       url: r.url,
       secret: r.secret,
       previous_secret: r.previous_secret,

@@ -16,6 +16,7 @@ import {
   claimForFanout,
   insertMessages,
   keyAwaitsFanout,
+  nextOrderingSeqs,
   type MessageRow,
 } from '../store/messages.js';
 import type { Tracing } from '../telemetry/tracing.js';
@@ -103,11 +104,31 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
     // The messages first: inserting the deliveries updates their endpoints' queue rows, which a claim
     // skips while they are locked (PostgreSQL), so that comes last, just before the commit.
     await advanceFanout(tx, done, partial, now);
+    await numberInFanoutOrder(tx, rows);
     await insertDeliveries(tx, rows, now);
     return { messages: done.length + (partial ? 1 : 0), deliveries: rows.length };
   });
   if (traced) traceFanouts(ctx.tracing, traced, startMs, false);
   return result;
+}
+
+/**
+ * A keyed delivery's place in its line is numbered when a worker fans it out, not taken from its
+ * emit: an event emitted inside a product's transaction (docs/producers.md, "Order") becomes visible at
+ * that transaction's commit, which can come after a later emit of the same key was fanned out and is
+ * waiting in the line; numbered at its emit, it would go ahead of that one. Numbered here, a line
+ * takes deliveries in the order fan-out sees their events committed. The messages of a batch are
+ * numbered in their emit order, and fan-out already takes a key's messages in emit order
+ * (store/messages.ts, claimForFanout), so HTTP emits keep the order they were acknowledged in.
+ */
+async function numberInFanoutOrder(tx: Queryable, rows: NewDelivery[]): Promise<void> {
+  const emitSeqs = new Map<string, number>();
+  for (const r of rows) if (r.ordering_seq !== null) emitSeqs.set(r.message_id, r.ordering_seq);
+  if (emitSeqs.size === 0) return;
+  const inEmitOrder = [...emitSeqs].sort((a, b) => a[1] - b[1]);
+  const seqs = await nextOrderingSeqs(tx, inEmitOrder.length);
+  const fresh = new Map(inEmitOrder.map(([messageId], i) => [messageId, seqs[i]!]));
+  for (const r of rows) if (r.ordering_seq !== null) r.ordering_seq = fresh.get(r.message_id)!;
 }
 
 interface TracedFanout {

@@ -56,7 +56,10 @@ export interface DeliveryRow {
   updated_at: number;
   completed_at: number | null;
   ordering_key: string | null;
-  /** Place in its key's line: the message's emit order, or a later number for a replay. */
+  /**
+   * Place in its key's line: numbered as fan-out saw its message (engine/fanout.ts), or later for a
+   * replay.
+   */
   ordering_seq: number | null;
 }
 

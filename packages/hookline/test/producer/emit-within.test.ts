@@ -262,6 +262,46 @@ describe.runIf(STORE_KINDS.includes('postgres'))('emitWithin on PostgreSQL', () 
     expect(delivered.map((r) => r.id)).toEqual([fromB.id, fromA.id, fromC.id]);
   });
 
+  it('a line takes events in the order their commits were seen, also behind a head that is failing', async () => {
+    // B emits after A but commits first, while the key's line is held up by C, whose subscriber keeps
+    // failing. B is fanned out and waits; then A commits and is fanned out behind it. When C at last
+    // succeeds, B goes before A: the order fan-out saw the commits in, not the order of the emits.
+    const own = await startRig({ env: { HOOKLINE_MAX_RETRIES: '100' } });
+    try {
+      let failC: string | null = null;
+      own.receiver.respond((r) => ({ status: r.headers['hook-id'] === failC ? 500 : 204 }));
+      const key = { tenantId: 'acme', type: 'user.updated' as const, orderingKey: 'line' };
+      const emitAlone = async (step: string, client: Awaited<ReturnType<typeof own.connect>>) => {
+        await client.query('BEGIN');
+        const r = await own.producer.emitWithin(client, { ...key, data: { step } });
+        return r.id;
+      };
+      const [a, b, c] = [await own.connect(), await own.connect(), await own.connect()];
+      const fromC = await emitAlone('c', c);
+      failC = fromC;
+      await c.query('COMMIT');
+      await eventually(() => own.receiver.requests.some((r) => r.headers['hook-id'] === fromC));
+      const fromA = await emitAlone('a', a);
+      const fromB = await emitAlone('b', b);
+      await b.query('COMMIT');
+      const admin = await own.connect();
+      const statusOf = async (messageId: string) =>
+        (
+          await admin.query(`SELECT status FROM "${own.schema}".deliveries WHERE message_id = $1`, [
+            messageId,
+          ])
+        ).rows[0]?.status as string | undefined;
+      await eventually(async () => (await statusOf(fromB)) === 'held');
+      await a.query('COMMIT');
+      await eventually(async () => (await statusOf(fromA)) === 'held');
+      failC = null;
+      const delivered = await waitForIds(own.receiver, [fromC, fromA, fromB]);
+      expect(delivered.map((r) => r.id)).toEqual([fromC, fromB, fromA]);
+    } finally {
+      await own.close();
+    }
+  }, 60_000);
+
   it('a product transaction held open stalls no other emit or delivery', async () => {
     const holder = await rig.connect();
     await holder.query('BEGIN');

@@ -23,12 +23,15 @@ export interface RigOptions {
   pollIntervalMs?: number;
   /** Endpoint filter of the subscriber. */
   events?: string[];
+  /** HOOKLINE_* settings beside the tests' own (helpers/service.ts, testEnv). */
+  env?: Record<string, string>;
 }
 
 export async function startRig(options: RigOptions = {}): Promise<ProducerRig> {
   const t = await startTestService('postgres', {
     worker: true,
     workerOptions: { pollIntervalMs: options.pollIntervalMs ?? 50 },
+    ...(options.env ? { env: options.env } : {}),
   });
   const receiver = await startReceiver(() => ({ status: 204 }));
   const created = await t.call('POST', '/v1/webhooks', t.keys.tenant, {

@@ -27,7 +27,7 @@ export function scale(quick) {
         ingestMs: 1500,
         pacedMs: 1500,
         halfWarmupMs: 1500,
-        backlog: 5000,
+        backlog: 4000,
         backlogWarmup: 1000,
         fanoutMs: 1500,
         memoryEvents: 2000,
@@ -36,8 +36,8 @@ export function scale(quick) {
         stallMs: 20_000,
         graceMs: 3000,
         oneKeyDeliveries: 500,
-        rateLimitDeliveries: 400,
-        producerTransactions: 2000,
+        rateLimitDeliveries: 300,
+        producerTransactions: 1000,
       }
     : {
         deliveries: 40_000,

@@ -8,7 +8,7 @@ import { consoleRoutes } from '../console/routes.js';
 import type { Context } from '../context.js';
 import { errorBody, HooklineError } from '../errors.js';
 import type { Emitter } from '../events/emit.js';
-import { MAX_EVENT_BODY_BYTES } from '../events/emit.js';
+import { MAX_EVENT_BODY_BYTES } from '../engine/validate-event.js';
 import { AccessLog } from './access-log.js';
 import { registerAuth } from './auth.js';
 import { registerTracing } from './tracing-hooks.js';

@@ -415,46 +415,43 @@ class Opened {
   constructor(private readonly ctx: Context) {}
 
   body(d: ClaimedAttempt): string | null {
-    let body = this.bodies.get(d.message_id);
-    if (body === undefined) {
-      try {
-        body = this.ctx.envelope.openText(d.payload, messageAad(d.message_id));
-      } catch (err) {
-        // One unreadable message (wrong HOOKLINE_ENCRYPTION_KEY, damaged row) fails its own
-        // deliveries; it must not hold up the rest of the batch.
-        this.ctx.logger.error({ err, message_id: d.message_id }, 'stored message cannot be decrypted');
-        body = null;
-      }
-      this.bodies.set(d.message_id, body);
-    }
-    return body;
+    // One unreadable message (wrong HOOKLINE_ENCRYPTION_KEY, damaged row) fails its own deliveries;
+    // it must not hold up the rest of the batch.
+    return this.once(this.bodies, d.message_id, 'message_id', 'stored message', () =>
+      this.ctx.envelope.openText(d.payload, messageAad(d.message_id)),
+    );
   }
 
   secrets(d: ClaimedAttempt, now: number): string[] | null {
-    let secrets = this.secretsByEndpoint.get(d.endpoint_id);
-    if (secrets === undefined) {
-      try {
-        secrets = signingSecrets(this.ctx.envelope, { ...d, id: d.endpoint_id }, now);
-      } catch (err) {
-        this.ctx.logger.error({ err, endpoint_id: d.endpoint_id }, 'signing secret cannot be decrypted');
-        secrets = null;
-      }
-      this.secretsByEndpoint.set(d.endpoint_id, secrets);
-    }
-    return secrets;
+    return this.once(this.secretsByEndpoint, d.endpoint_id, 'endpoint_id', 'signing secret', () =>
+      signingSecrets(this.ctx.envelope, { ...d, id: d.endpoint_id }, now),
+    );
   }
 
   headers(d: ClaimedAttempt): Record<string, string> | null {
-    let headers = this.headersByEndpoint.get(d.endpoint_id);
-    if (headers === undefined) {
+    return this.once(this.headersByEndpoint, d.endpoint_id, 'endpoint_id', 'custom headers', () =>
+      openHeaders(this.ctx.envelope, d.endpoint_id, d.endpoint_headers),
+    );
+  }
+
+  /** Opens a value once per batch; a value that cannot be decrypted is logged once and null. */
+  private once<T>(
+    cache: Map<string, T | null>,
+    id: string,
+    idField: 'message_id' | 'endpoint_id',
+    what: string,
+    open: () => T,
+  ): T | null {
+    let value = cache.get(id);
+    if (value === undefined) {
       try {
-        headers = openHeaders(this.ctx.envelope, d.endpoint_id, d.endpoint_headers);
+        value = open();
       } catch (err) {
-        this.ctx.logger.error({ err, endpoint_id: d.endpoint_id }, 'custom headers cannot be decrypted');
-        headers = null;
+        this.ctx.logger.error({ err, [idField]: id }, `${what} cannot be decrypted`);
+        value = null;
       }
-      this.headersByEndpoint.set(d.endpoint_id, headers);
+      cache.set(id, value);
     }
-    return headers;
+    return value;
   }
 }

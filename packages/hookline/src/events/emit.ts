@@ -18,18 +18,6 @@ import { ensureTenant } from '../store/tenants.js';
 import { SPAN_STATUS_ERROR, type Span } from '../telemetry/tracing.js';
 import { fingerprintText, IDEMPOTENCY_WINDOW_MS, validate } from '../engine/validate-event.js';
 
-// The checks moved to engine/validate-event.ts, shared with the in-transaction producer; re-exported for
-// the modules that import them from here.
-export {
-  canonicalJson,
-  IDEMPOTENCY_WINDOW_MS,
-  MAX_EVENT_BODY_BYTES,
-  MAX_IDEMPOTENCY_KEY_LENGTH,
-  MAX_ORDERING_KEY_LENGTH,
-  messageBody,
-  orderingKeyProblem,
-} from '../engine/validate-event.js';
-
 export interface EmitInput {
   tenantId: string;
   type: string;

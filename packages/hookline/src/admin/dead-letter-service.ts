@@ -133,6 +133,6 @@ export async function replayDeadLetter(ctx: Context, id: string, actor: Actor) {
     await audit(tx, actor, 'dead_letter.replay', id, { delivery_id: queued.deliveryId }, now);
     return { id, replay_delivery_id: queued.deliveryId, status: 'queued' as const };
   });
-  ctx.signal.notify();
+  ctx.signal.notify('claim');
   return result;
 }

@@ -68,10 +68,12 @@ export class DeliveryWorker {
   /** Claimed by a write of outcomes that ended after stop() began: never started, released by stop(). */
   private readonly claimedWhileStopping: ClaimedAttempt[] = [];
 
-  constructor(
-    private readonly ctx: Context,
-    options: WorkerOptions = {},
-  ) {
+  private readonly ctx: Context;
+
+  constructor(ctx: Context, options: WorkerOptions = {}) {
+    // The worker's own transitions commit without waiting for the disk; what a server crash undoes of
+    // them is redone (store/db.ts, forWorkers).
+    this.ctx = { ...ctx, db: ctx.db.forWorkers() };
     this.options = {
       pollIntervalMs: options.pollIntervalMs ?? 1000,
       reapIntervalMs: options.reapIntervalMs ?? 5000,
@@ -94,12 +96,12 @@ export class DeliveryWorker {
         )
       : new Sender(senderOptions);
     // Written outcomes free room in the endpoints' limits: the claimer may find work again.
-    this.outcomes = new OutcomeWriter(ctx, (batch) => this.record(batch), this.claimWake);
-    this.replays = new ReplayRunner(ctx, {
+    this.outcomes = new OutcomeWriter(this.ctx, (batch) => this.record(batch), this.claimWake);
+    this.replays = new ReplayRunner(this.ctx, {
       idleMs: this.options.pollIntervalMs,
       onQueued: () => {
         this.claimWake.fire();
-        this.ctx.signal.notify();
+        this.ctx.signal.notify('claim');
       },
     });
   }
@@ -113,8 +115,8 @@ export class DeliveryWorker {
     this.running = true;
     const senderStarted = this.sender.start();
     this.unsubscribe = await this.ctx.signal.onWake((kind) => {
-      this.fanoutWake.fire();
-      this.claimWake.fire();
+      if (kind !== 'claim') this.fanoutWake.fire();
+      if (kind !== 'fanout') this.claimWake.fire();
       // The replay runner asks the database for jobs each time it wakes: only when one was created.
       if (kind === 'replay') this.replays.wake();
     });
@@ -167,7 +169,7 @@ export class DeliveryWorker {
         const result = await fanOutBatch(this.ctx);
         if (result.deliveries > 0) {
           this.claimWake.fire();
-          this.ctx.signal.notify();
+          this.ctx.signal.notify('claim');
         }
         // On SQLite a batch runs without ever leaving the event loop (the driver is synchronous): the
         // next one waits a turn, so the attempts already claimed get their sockets served meanwhile.
@@ -212,13 +214,22 @@ export class DeliveryWorker {
    * next endpoint becomes ready.
    */
   private async claimLoop(): Promise<void> {
+    const spacingMs = this.ctx.db.capabilities.claimSpacingMs;
+    let lastClaimAt = -Infinity;
     while (this.running) {
+      // Attempts under way: the next claim gathers the deliveries made meanwhile (Capabilities).
+      const early = lastClaimAt + spacingMs - performance.now();
+      if (early > 0 && this.held() > 0) {
+        await new Promise((resolve) => setTimeout(resolve, early));
+        if (!this.running) break;
+      }
       const held = this.held();
       const room = this.capacity - held;
       let claimed = 0;
       let paced = false;
       if (room >= this.lowWater || (held === 0 && room > 0)) {
         try {
+          lastClaimAt = performance.now();
           const batch = await claimDeliveries(this.ctx.db, claimOptions(this.ctx, this.ctx.clock(), room));
           claimed = batch.length;
           paced = batch.some((d) => d.send_at != null);
@@ -240,12 +251,17 @@ export class DeliveryWorker {
     }
   }
 
-  /** Until the next endpoint becomes ready, or the poll interval, whichever is sooner. */
+  /**
+   * Until the next endpoint becomes ready, or the poll interval, whichever is sooner. An endpoint ready
+   * already, after a claim that found nothing, is held by another worker's claim or flush: that one
+   * takes what is there, and a retry every millisecond only queued behind it (CONTENDED_RETRY_MS).
+   */
   private async idleDelay(): Promise<number> {
     try {
       const next = await nextReadyAt(this.ctx.db);
       if (next === null) return this.options.pollIntervalMs;
-      return Math.max(1, Math.min(this.options.pollIntervalMs, next - this.ctx.clock()));
+      const wait = next - this.ctx.clock();
+      return Math.min(this.options.pollIntervalMs, wait > 0 ? wait : CONTENDED_RETRY_MS);
     } catch {
       return this.options.pollIntervalMs;
     }
@@ -376,6 +392,9 @@ export class DeliveryWorker {
     }
   }
 }
+
+/** A ready endpoint another worker holds: asked again after this long, unless woken sooner. */
+const CONTENDED_RETRY_MS = 10;
 
 const TRACED_OUTCOME = { succeeded: 'succeeded', retry: 'failed', dead: 'dead' } as const;
 

@@ -80,6 +80,6 @@ export async function sendTestEvent(
       now,
     );
   });
-  ctx.signal.notify();
+  ctx.signal.notify('claim');
   return { id };
 }

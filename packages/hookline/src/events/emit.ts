@@ -76,6 +76,14 @@ export class Emitter {
 
   constructor(private readonly ctx: Context) {}
 
+  /**
+   * Messages written: where emits leave fan-out to the workers, that is what they are woken for;
+   * where an emit fans out itself, its deliveries may be claimed at once as well (store/work-signal.ts).
+   */
+  private wakeWorkers(): void {
+    this.ctx.signal.notify(this.ctx.db.capabilities.fanOutOnEmit ? 'work' : 'fanout');
+  }
+
   emit(input: EmitInput): Promise<EmitResult> {
     let prepared: Prepared;
     try {
@@ -173,7 +181,7 @@ export class Emitter {
       return;
     }
     for (const w of group) this.knownTenants.add(w.input.tenantId);
-    if (wake) this.ctx.signal.notify();
+    if (wake) this.wakeWorkers();
     group.forEach((w, i) => {
       const r = results[i]!;
       if (r instanceof HooklineError) w.reject(r);
@@ -201,7 +209,7 @@ export class Emitter {
     }
     if (written.size > 0) {
       for (const w of group) this.knownTenants.add(w.input.tenantId);
-      this.ctx.signal.notify();
+      this.wakeWorkers();
     }
     for (const w of group) {
       if (written.has(w.id)) w.resolve({ id: w.id, replayed: false });
@@ -275,7 +283,7 @@ export class Emitter {
           wake,
         } = await this.ctx.db.transaction((tx) => this.write(tx, [w]));
         if (result instanceof HooklineError) throw result;
-        if (wake) this.ctx.signal.notify();
+        if (wake) this.wakeWorkers();
         this.knownTenants.add(w.input.tenantId);
         w.resolve(result!);
         return;

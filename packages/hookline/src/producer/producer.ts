@@ -65,7 +65,7 @@ export function createProducer(options: ProducerOptions): Producer {
   const problem = schemaNameProblem(schema);
   if (problem) throw new HooklineError('validation_failed', problem);
   // Names this producer's wake-ups; workers wake for any origin but their own.
-  const wakePayload = `${randomUUID()} work`;
+  const wakePayload = `${randomUUID()} fanout`;
 
   function prepare(inputs: readonly ProducerEvent[], label: (i: number) => string): Prepared[] {
     const now = Date.now();

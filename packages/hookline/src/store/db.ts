@@ -29,6 +29,13 @@ export interface Capabilities {
    * transaction (store/deliveries.ts, recordSuccessesThenClaim). Where false, the two are separate.
    */
   readonly claimWithOutcomes: boolean;
+  /**
+   * A worker with attempts under way claims at most once in this many milliseconds (0: whenever it
+   * has room). Under a stream of emits, claims woken by every fan-out took a few deliveries each, and
+   * where each claim is a round trip and a write of its endpoints' queue rows, the queue's cost per
+   * delivery grew with the rate of wake-ups instead of falling with the batch.
+   */
+  readonly claimSpacingMs: number;
 }
 
 /** Housekeeping a long-running process runs beside its connection; stopped before the connection closes. */
@@ -78,6 +85,14 @@ export interface Db extends Queryable {
    * (on SQLite, the write lock, which nothing else frees from a thread that died holding it).
    */
   threadExited(threadId: number): void;
+  /**
+   * The same database for the workers' own transitions (fan-out, claims, outcomes, the reaper, replay
+   * batches), whose commits need not wait for the disk: a server crash can undo only the last of them,
+   * and the engine redoes what it undoes (docs/architecture.md, "Commits the workers do not wait
+   * for"). Everything an answer to a caller promises (an emit's 202, an endpoint saved) goes through
+   * this Db itself.
+   */
+  forWorkers(): Db;
 }
 
 /** Dialect-specific fragments, so shared SQL stays shared. */

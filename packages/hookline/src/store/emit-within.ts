@@ -92,7 +92,7 @@ ORDER BY i.ord`;
 /**
  * Writes `messages` in the caller's transaction, in one statement, and wakes the workers of
  * `schema`'s installation at commit. `wakePayload` is what the workers' signal reads
- * (delivery/work-signal.ts: `<origin> work`).
+ * (store/work-signal.ts: `<origin> fanout`).
  */
 export async function insertWithin(
   client: SqlClient,

@@ -11,11 +11,16 @@ const CHANNEL = 'hookline_work';
 const NOTIFY_DEBOUNCE_MS = 5;
 
 /**
- * What is waiting: deliveries to claim or messages to fan out (`work`), or a bulk-replay job to run
- * (`replay`). Only the latter wakes the workers' replay runners, each of which asks the database
- * for jobs when woken.
+ * What is waiting: messages to fan out (`fanout`: an emit), deliveries to claim (`claim`: a fan-out,
+ * a replay), either (`work`), or a bulk-replay job to run (`replay`), which alone wakes the workers'
+ * replay runners, each of which asks the database for jobs when woken. A worker runs only the loops
+ * a wake-up is for: under a stream of emits, a claim woken by every emit's notification found nothing
+ * the fan-out had not yet made, and a fan-out woken by another worker's fan-out found its messages
+ * taken. A process that does not know a kind (an older version during a rolling upgrade) takes it
+ * for `work`.
  */
-export type WakeKind = 'work' | 'replay';
+export type WakeKind = 'work' | 'fanout' | 'claim' | 'replay';
+const KINDS: ReadonlySet<string> = new Set<WakeKind>(['work', 'fanout', 'claim', 'replay']);
 export type WakeListener = (kind: WakeKind) => void;
 
 export class WorkSignal {
@@ -66,7 +71,7 @@ export class WorkSignal {
   private received(payload: string): void {
     const [origin, kinds = 'work'] = payload.split(' ');
     if (origin === this.origin) return;
-    for (const kind of kinds.split(',')) this.wakeHere(kind === 'replay' ? 'replay' : 'work');
+    for (const kind of kinds.split(',')) this.wakeHere(KINDS.has(kind) ? (kind as WakeKind) : 'work');
   }
 
   /**

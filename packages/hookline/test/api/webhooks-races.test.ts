@@ -74,6 +74,7 @@ async function interleave<A, B>(
     startMaintenance: () => null,
     threadShare: () => db.threadShare(),
     threadExited: (id: number) => db.threadExited(id),
+    forWorkers: () => wrapped,
   };
   ctx.db = wrapped;
   try {

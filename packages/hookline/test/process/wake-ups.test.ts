@@ -49,6 +49,10 @@ describe.runIf(STORE_KINDS.includes('postgres'))('wake-ups on PostgreSQL', () =>
     expect(heard.length).toBeGreaterThanOrEqual(1);
     expect(heard.length).toBeLessThanOrEqual(3);
     // Each names its sender and what is waiting.
-    for (const payload of heard) expect(payload).toMatch(/^[0-9a-f-]{36} (work|replay)(,(work|replay))?$/);
+    const kind = '(work|fanout|claim|replay)';
+    for (const payload of heard) expect(payload).toMatch(new RegExp(`^[0-9a-f-]{36} ${kind}(,${kind})*$`));
+    // The emit's asks for a fan-out only, the fan-out's for a claim only (store/work-signal.ts).
+    expect(heard[0]).toMatch(/ fanout$/);
+    if (heard.length > 1) expect(heard[1]).toMatch(/ claim$/);
   }, 60_000);
 });

@@ -45,6 +45,23 @@ describe.runIf(STORE_KINDS.includes('postgres'))('PostgreSQL session limits', ()
     expect(await show(open('?lock_timeout=1234'), 'lock_timeout')).toBe('1234ms');
   });
 
+  it("commits the workers' transitions without waiting for the disk, and everything else waiting", async () => {
+    const { open, schema } = await setup();
+    const show = async (db: PgDb) =>
+      (await db.one<{ synchronous_commit: string }>('SHOW synchronous_commit'))?.synchronous_commit;
+    const db = open();
+    const workers = db.forWorkers();
+    expect(await show(db)).toBe('on');
+    expect(await show(workers)).toBe('off');
+    // The same pool every time, in the same schema, and closed with its parent.
+    expect(db.forWorkers()).toBe(workers);
+    expect(workers.forWorkers()).toBe(workers);
+    expect(await workers.one<{ n: number }>('SELECT n FROM t WHERE id = 1')).toEqual({ n: 0 });
+    expect((await workers.one<{ s: string }>('SELECT current_schema() AS s'))?.s).toBe(schema);
+    await db.close();
+    await expect(workers.one('SELECT 1')).rejects.toThrow();
+  });
+
   it('runs a transaction again on a fresh connection after the server ended its stalled session', async () => {
     const { open } = await setup();
     // One connection, so the retry can only succeed if the dead one was discarded.

@@ -117,7 +117,19 @@ export const POSTGRES_CAPABILITIES: Capabilities = {
   fanOutOnEmit: false,
   // A flush of successes and a claim are each one statement outside any transaction already.
   claimWithOutcomes: false,
+  // The work signal's own debounce (store/work-signal.ts): a claim gathers what about one
+  // notification's worth of emits brought, and a lone emit to an idle worker is claimed at once.
+  claimSpacingMs: 5,
 };
+
+/** The `options` startup parameter: the schema to work in, and how commits wait (PgDbOptions). */
+function startupOptions(options: PgDbOptions): { options?: string } {
+  const settings = [
+    ...(options.schema ? [`-c search_path=${options.schema}`] : []),
+    ...(options.synchronousCommit === false ? ['-c synchronous_commit=off'] : []),
+  ];
+  return settings.length > 0 ? { options: settings.join(' ') } : {};
+}
 
 function queryable(client: pg.Pool | pg.PoolClient): Queryable {
   return {
@@ -137,6 +149,11 @@ export interface PgDbOptions {
   /** The search_path of every connection: a test's schema, or `?schema=` of HOOKLINE_DATABASE_URL. */
   schema?: string;
   max?: number;
+  /**
+   * false: commits do not wait for the server to flush its log (synchronous_commit = off), for the
+   * workers' transitions (Db.forWorkers).
+   */
+  synchronousCommit?: boolean;
 }
 
 export class PgDb implements Db {
@@ -177,7 +194,10 @@ export class PgDb implements Db {
   /** The schema the options name, when it is one name (a test's or `?schema=`'s). */
   private readonly namedSchema: string | null;
 
-  constructor(options: PgDbOptions) {
+  /** The pool of Db.forWorkers, opened when first asked for. */
+  private workers: PgDb | null = null;
+
+  constructor(private readonly options: PgDbOptions) {
     this.namedSchema = options.schema && SCHEMA_NAME_PATTERN.test(options.schema) ? options.schema : null;
     // Startup parameters, not SET statements: no round trip, and values in the URL win (pg merges the
     // connection string over these).
@@ -187,7 +207,7 @@ export class PgDb implements Db {
       max: options.max ?? 10,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       types,
-      ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+      ...startupOptions(options),
     });
     // An idle client that loses its connection emits 'error' on the pool; without a listener that
     // would crash the process. The next query gets a fresh connection.
@@ -258,7 +278,19 @@ export class PgDb implements Db {
   }
 
   async close(): Promise<void> {
+    await this.workers?.close();
     await this.pool.end();
+  }
+
+  /**
+   * A pool of its own whose commits do not wait for the log flush. Claims, flushes of outcomes and
+   * fan-outs all write their endpoint's queue row, and a row lock is held until the commit is on disk:
+   * waiting for the disk there made every writer of a busy endpoint queue up behind one fsync after
+   * another (docs/architecture.md, "Commits the workers do not wait for").
+   */
+  forWorkers(): PgDb {
+    if (this.options.synchronousCommit === false) return this;
+    return (this.workers ??= new PgDb({ ...this.options, synchronousCommit: false }));
   }
 
   /** The server checkpoints its own log. */

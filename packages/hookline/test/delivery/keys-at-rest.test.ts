@@ -205,6 +205,8 @@ describe.each(STORE_KINDS)('ordering and Idempotency-Keys at rest on %s', (kind)
       ]);
       // Back to the schema before migration 14.
       await tx.run('ALTER TABLE messages DROP COLUMN ordering_key_sealed');
+      for (const c of ['refused_ssrf', 'refused_tls', 'refused_proxy'])
+        await tx.run(`ALTER TABLE delivery_stats DROP COLUMN ${c}`);
       await tx.run('DELETE FROM schema_migrations WHERE version = 14');
     });
 
@@ -213,7 +215,7 @@ describe.each(STORE_KINDS)('ordering and Idempotency-Keys at rest on %s', (kind)
     const progress: string[] = [];
     expect((await migrate(db, (m) => progress.push(m), keyConverter(envelope))).applied).toEqual([14]);
     expect(progress).toEqual([
-      'applying migration 14: ordering and idempotency keys stored as keyed hashes',
+      'applying migration 14: ordering and idempotency keys stored as keyed hashes; refused attempts counted',
       `  messages: ${BATCH + 5} rows with keys hashed`,
       '  deliveries: 1 rows with keys hashed',
       '  dead_letters: 1 rows with keys hashed',

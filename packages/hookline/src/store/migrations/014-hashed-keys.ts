@@ -8,12 +8,19 @@ import {
   type SqlValue,
 } from '../db.js';
 
-export const name = 'ordering and idempotency keys stored as keyed hashes';
+export const name = 'ordering and idempotency keys stored as keyed hashes; refused attempts counted';
 
 export function statements(dialect: Dialect): string[] {
   // The key columns keep their names and now hold keyed hashes (convert, below); the ordering key
   // itself is kept sealed beside its message, for operators (engine/sealing.ts, storedKeys).
-  return [`ALTER TABLE messages ADD COLUMN ordering_key_sealed ${blobType(dialect)}`];
+  return [
+    `ALTER TABLE messages ADD COLUMN ordering_key_sealed ${blobType(dialect)}`,
+    // Failed attempts that were refused before reaching the subscriber, by reason (net/refusal-reasons.ts):
+    // the console's endpoint health shows them (docs/operators.md, "Refused connections").
+    ...['refused_ssrf', 'refused_tls', 'refused_proxy'].map(
+      (c) => `ALTER TABLE delivery_stats ADD COLUMN ${c} INTEGER NOT NULL DEFAULT 0`,
+    ),
+  ];
 }
 
 /** What the migration is handed to convert rows (engine/sealing.ts, keyConverter). */

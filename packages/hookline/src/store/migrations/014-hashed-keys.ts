@@ -66,11 +66,11 @@ const TABLES: readonly Table[] = [
 /**
  * Replaces every ordering key and Idempotency-Key written in clear by its keyed hash, the one emits
  * now write, and keeps messages' ordering keys sealed (docs/security.md, "What is stored"). HMAC and
- * AES-GCM need the key, which SQL does not have, so
- * the rows are read and written back in batches of BATCH in primary-key order, inside the
- * migration's transaction (CHANGELOG.md, the upgrade note of migration 014). Each row is rewritten
- * once, as the walk passes it; the same tenant and key give the same hash in every table, so lines
- * and idempotency go on across the upgrade.
+ * AES-GCM need the key, which SQL does not have, so the rows are read and written back in batches of
+ * BATCH in primary-key order, inside the migration's transaction (CHANGELOG.md, the upgrade note of
+ * migration 014). Each row is rewritten once, as the walk passes it; the same tenant and key give the
+ * same hash in every table, so lines and idempotency go on across the upgrade. Answers how many rows
+ * it rewrote.
  */
 export async function convert(tx: Queryable, ctx: ConvertContext): Promise<number> {
   let rows = 0;
@@ -92,6 +92,11 @@ async function convertTable(tx: Queryable, table: Table, ctx: ConvertContext): P
   const update = `UPDATE ${table.name} SET ${sets.join(', ')} FROM ${records} WHERE ${table.name}.id = t.item_id`;
   let after = '';
   let done = 0;
+  let reported = 0;
+  const report = () => {
+    ctx.onProgress(`  ${table.name}: ${done} rows with keys hashed`);
+    reported = done;
+  };
   for (;;) {
     const rows = await tx.all<Record<string, string | null>>(select, [after, BATCH] as SqlValue[]);
     if (rows.length === 0) break;
@@ -116,11 +121,9 @@ async function convertTable(tx: Queryable, table: Table, ctx: ConvertContext): P
     });
     await tx.run(update, [JSON.stringify(items)]);
     after = rows[rows.length - 1]!.id!;
-    const before = done;
     done += rows.length;
-    if (Math.floor(done / PROGRESS_EVERY) > Math.floor(before / PROGRESS_EVERY) || rows.length < BATCH) {
-      ctx.onProgress(`  ${table.name}: ${done} rows with keys hashed`);
-    }
+    if (done - reported >= PROGRESS_EVERY) report();
   }
+  if (done > reported) report();
   return done;
 }

@@ -4,8 +4,8 @@
 // is driven only through its CLI, HOOKLINE_* variables and HTTP API. Tables on stdout (progress on
 // stderr), every figure measured in this run with its ratio beside it; also written to
 // bench/last-run.md with the machine it ran on. Cases (for --only, by name or prefix):
-//   ceiling  bullmq  graphile  drain-sqlite  drain-pg  e2e-sqlite  e2e-pg  ingest  ingest-half
-//   backlog  isolation  fanout  memory  ordering  rate-limit  producer
+//   ceiling  bullmq  graphile  drain-sqlite  traced-drain  drain-pg  e2e-sqlite  e2e-pg  ingest
+//   ingest-half  backlog  isolation  fanout  memory  ordering  rate-limit  producer
 //
 // THE STEADY TABLE (every drain and end-to-end case, and the ceiling; lib/window.js)
 // A run is `deliveries` deliveries (40,000; 4,000 with --quick) at one subscriber, which counts each
@@ -113,6 +113,12 @@ function steadyRows() {
     s('graphile', 'graphile-worker end to end (addJob(), 32 in flight)', 'graphile.e2e'),
     s('drain-sqlite', 'hookline drain, SQLite, 1 worker, 1 endpoint', 'drain.sqlite.1', bullDrain),
     s('drain-sqlite', 'hookline drain, SQLite, 1 worker, 10 endpoints', 'drain.sqlite.10', bullDrain),
+    s(
+      'traced-drain',
+      'hookline drain, SQLite, 1 worker, 1 endpoint, tracing on (default sampler)',
+      'drain.traced.sqlite.1',
+      { p: 'drain.sqlite.1', name: 'untraced' },
+    ),
     s('drain-pg', 'hookline drain, PostgreSQL, 2 workers, 1 endpoint', 'drain.pg.1', gwDrain),
     s('drain-pg', 'hookline drain, PostgreSQL, 2 workers, 10 endpoints', 'drain.pg.10', gwDrain),
     s('e2e-sqlite', 'hookline end to end, SQLite (serve), 1 endpoint', 'e2e.sqlite.1', bullE2e),

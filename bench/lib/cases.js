@@ -8,6 +8,7 @@ import { emit, startEmitter } from './emitter.js';
 import { startFastifyNoop } from './fastify-noop.js';
 import * as graphile from './graphile.js';
 import { createEndpoints, createHookline, createSchema, pgUrlWith, queueDepth } from './hookline.js';
+import { startOtlpCounter } from './otlp-counter.js';
 import { freePort, stop, watchMemory } from './processes.js';
 import { produce } from './producer.js';
 import { fmt, now, sleep } from './stats.js';
@@ -158,9 +159,9 @@ async function emitBacklog(ctx, hl, events, { concurrency = 64, orderingKeys = 0
  * worker` processes; the steady window of the deliveries, and the first one's time from their spawn.
  */
 async function hooklineDrain(ctx, sub, kind, endpoints, workers, options = {}) {
-  const { total = ctx.scale.deliveries, fill = {} } = options;
+  const { total = ctx.scale.deliveries, fill = {}, env = {} } = options;
   await sub.call('reset');
-  return withHookline(kind, { api: 'no-worker' }, async (hl) => {
+  return withHookline(kind, { api: 'no-worker', env }, async (hl) => {
     const urls = Array.from({ length: endpoints }, (_, i) => sub.url(`/hook/${i}`));
     await stop(await fillBacklog(ctx, hl, urls, total / endpoints, fill));
     const watch = { groups: { queue: hl.pids }, db: dbOf(hl), limits: limitsOf(ctx) };
@@ -184,6 +185,33 @@ async function drainCase(ctx, kind, workers) {
     }
   });
   return { metrics, notes };
+}
+
+/**
+ * The SQLite drain to 1 endpoint with tracing on at the default sampler (parent-based, always on):
+ * OTEL_EXPORTER_OTLP_ENDPOINT points at a receiver in the bench that counts the spans it is sent over
+ * the default protocol (http/protobuf). Its backlog's emits are traced too (the API process has the
+ * same environment), so every attempt is a span in its emit's trace, as in production. Compare with
+ * drain-sqlite's 1-endpoint row, which runs with tracing off.
+ */
+async function tracedDrainCase(ctx) {
+  const otlp = await startOtlpCounter();
+  try {
+    return await withSubscribers(['ok'], async (sub) => {
+      ctx.log('sqlite drain, 1 endpoint, 1 worker, tracing on');
+      const env = { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_SERVICE_NAME: 'hookline-bench' };
+      const r = await hooklineDrain(ctx, sub, 'sqlite', 1, 1, { env });
+      // Counted when the drain is over and its processes stopped (killed: spans still batched in
+      // them are not exported, so the count can fall short of every span made).
+      const spans = `${fmt(otlp.spans)} spans received in ${fmt(otlp.exports)} exports (emits, fan-out and every attempt)`;
+      return {
+        metrics: steadyMetrics('drain.traced.sqlite.1', r),
+        notes: { 'drain.traced.sqlite.1.rate': [steadyNote(ctx, r), spans].join('; ') },
+      };
+    });
+  } finally {
+    await otlp.close();
+  }
 }
 
 /**
@@ -719,6 +747,11 @@ export const CASES = [
     name: 'drain-sqlite',
     about: 'hookline SQLite drain, 1 worker, 1 and 10 endpoints (steady)',
     run: (ctx) => drainCase(ctx, 'sqlite', 1),
+  },
+  {
+    name: 'traced-drain',
+    about: 'hookline SQLite drain, 1 worker, 1 endpoint, tracing on at the default sampler (steady)',
+    run: tracedDrainCase,
   },
   {
     name: 'drain-pg',

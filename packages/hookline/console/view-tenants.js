@@ -260,5 +260,30 @@ function rate(health, deadLink) {
       health.dead ? ` · ${fmtNumber(health.dead)} died` : null,
     ),
     awaiting ? h('div', { class: 'sub' }, awaiting) : null,
+    refusedText(health.refused),
+  );
+}
+
+const REFUSALS = [
+  ['ssrf', 'private address', 'the address was not public at connect (HOOKLINE_ALLOW_PRIVATE_NETWORKS)'],
+  ['tls', 'TLS', 'the TLS handshake or certificate check failed'],
+  ['proxy', 'egress proxy', 'the egress proxy refused or could not be reached'],
+];
+
+/**
+ * Failed attempts in the 24 hours that never reached the subscriber, by reason (docs/operators.md,
+ * "Refused connections"): nothing the tenant sees, and nothing that mends by itself.
+ */
+function refusedText(refused) {
+  const parts = REFUSALS.filter(([key]) => refused?.[key] > 0);
+  if (parts.length === 0) return null;
+  return h(
+    'div',
+    {
+      class: 'sub warn-text refused',
+      dataset: { refused: parts.map(([key]) => `${key}:${refused[key]}`).join(' ') },
+      title: parts.map(([, , why]) => why).join('; '),
+    },
+    `refused: ${parts.map(([key, label]) => `${fmtNumber(refused[key])} ${label}`).join(' · ')}`,
   );
 }

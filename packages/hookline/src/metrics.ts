@@ -10,6 +10,7 @@ import {
   type MetricObjectWithValues,
   type MetricValue,
 } from 'prom-client';
+import { REFUSAL_REASONS } from './net/index.js';
 import type { Db } from './store/db.js';
 import { queueTotals } from './store/endpoint-queues.js';
 import { countDeadLetters } from './store/dead-letters.js';
@@ -47,6 +48,13 @@ export class Metrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
+  /** Attempts refused before reaching the subscriber, by reason (engine/refusals.ts). */
+  readonly refusals = new Counter({
+    name: 'hookline_delivery_refusals_total',
+    help: 'Delivery attempts refused before reaching the subscriber: ssrf (private address at connect), tls (handshake or certificate), proxy (egress proxy refused or unreachable)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly attemptSeconds = new Histogram({
     name: 'hookline_delivery_attempt_duration_seconds',
     help: 'Duration of one HTTP delivery attempt',
@@ -75,6 +83,8 @@ export class Metrics {
    * letters), which one registry per process must collect, not each thread.
    */
   constructor(db: Db, now: () => number, defaults = true, shared = true) {
+    // Every reason reads 0 until it happens, so an alert on its rate has a series from the start.
+    for (const reason of REFUSAL_REASONS) this.refusals.inc({ reason }, 0);
     if (defaults) this.processGauges();
     if (shared) this.sharedGauges(db, now);
   }

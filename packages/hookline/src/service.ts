@@ -9,6 +9,7 @@ import { DeliveryThread } from './delivery/delivery-thread.js';
 import { DeliveryWorker, type WorkerOptions } from './delivery/worker.js';
 import { Emitter } from './events/emit.js';
 import type { Maintenance } from './store/db.js';
+import { keyConverter } from './engine/sealing.js';
 import { migrate } from './store/migrations/index.js';
 
 export interface ServiceOptions extends ContextOptions {
@@ -55,7 +56,7 @@ export async function startService(config: Config, options: ServiceOptions): Pro
   let maintenance: Maintenance | null = null;
   let service: Service;
   try {
-    await migrate(ctx.db, (message) => ctx.logger.info(message));
+    await migrate(ctx.db, (message) => ctx.logger.info(message), keyConverter(ctx.envelope));
     const emitter = new Emitter(ctx);
     // The API's framework is loaded only where there is an API: a worker starts without it.
     const api = options.api ? await (await import('./api/app.js')).buildApp(ctx, { emitter }) : null;

@@ -4,7 +4,7 @@
 // outcome shows on the record.
 import type { Context } from '../context.js';
 import type { Envelope } from '../crypto/envelope.js';
-import { openOriginal } from '../engine/sealing.js';
+import { openOrderingKey, openOriginal } from '../engine/sealing.js';
 import { deadLetterAnswerAad, showLastError } from '../engine/last-error.js';
 import { HooklineError, notFound } from '../errors.js';
 import { isId, newId } from '../ids.js';
@@ -37,7 +37,8 @@ export function deadLetterView(envelope: Envelope, row: DeadLetterSummary) {
     replayed_at: isoTime(row.replayed_at),
     /** Status of the latest replay's delivery: held, pending, delivering, succeeded, dead or cancelled. */
     replay_status: row.replay_status,
-    ordering_key: row.ordering_key,
+    // Stored as a keyed hash; operators read the key itself, opened (docs/security.md, "What is stored").
+    ordering_key: openOrderingKey(envelope, row.message_id, row.ordering_key_sealed),
   };
 }
 

@@ -72,6 +72,12 @@ export async function tenantEndpointHealth(ctx: Context, tenantId: string) {
           success_rate: succeeded + failed === 0 ? null : succeeded / (succeeded + failed),
           /** Its dead letters, of any age, not replayed or whose replay died: the overview's count, per endpoint. */
           dead_letters_awaiting: awaiting.get(row.id) ?? 0,
+          /** Failed attempts refused before reaching the subscriber (docs/operators.md, "Refused connections"). */
+          refused: {
+            ssrf: Number(h?.refused_ssrf ?? 0),
+            tls: Number(h?.refused_tls ?? 0),
+            proxy: Number(h?.refused_proxy ?? 0),
+          },
         },
         backlog: q ? Number(q.queued) + Number(q.in_flight) : 0,
         delivery: {

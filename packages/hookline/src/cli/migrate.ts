@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Config } from '../config.js';
 import { createContext, createLogger } from '../context.js';
+import { keyConverter } from '../engine/sealing.js';
 import { migrate } from '../store/migrations/index.js';
 
 export function registerMigrateCommand(program: Command, config: Config): void {
@@ -10,7 +11,11 @@ export function registerMigrateCommand(program: Command, config: Config): void {
     .action(async () => {
       const ctx = await createContext(config, { logger: createLogger(config, 2), processMetrics: false });
       try {
-        const result = await migrate(ctx.db, (message) => process.stderr.write(`${message}\n`));
+        const result = await migrate(
+          ctx.db,
+          (message) => process.stderr.write(`${message}\n`),
+          keyConverter(ctx.envelope),
+        );
         process.stderr.write(
           result.applied.length > 0
             ? `schema at version ${result.current} (applied ${result.applied.join(', ')})\n`

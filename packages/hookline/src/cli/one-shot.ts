@@ -4,12 +4,13 @@ import type { Config } from '../config.js';
 import { createContext, createLogger, type Context } from '../context.js';
 import { HooklineError } from '../errors.js';
 import type { Page } from '../pagination.js';
+import { keyConverter } from '../engine/sealing.js';
 import { migrate } from '../store/migrations/index.js';
 
 export async function withContext<T>(config: Config, run: (ctx: Context) => Promise<T>): Promise<T> {
   const ctx = await createContext(config, { logger: createLogger(config, 2), processMetrics: false });
   try {
-    await migrate(ctx.db);
+    await migrate(ctx.db, undefined, keyConverter(ctx.envelope));
     return await run(ctx);
   } finally {
     await ctx.signal.close();

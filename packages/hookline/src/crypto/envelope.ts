@@ -11,6 +11,11 @@ const VERSION = 1;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 
+/** HKDF's info for the key of keyHash: a fixed label, so every process derives the same key. */
+const KEY_HASH_INFO = 'hookline key hash v1';
+
+export type KeyHashKind = 'ordering' | 'idempotency';
+
 export class DecryptionError extends Error {
   constructor(message: string) {
     super(message);
@@ -51,6 +56,7 @@ function nextNonce(): Buffer {
 export class Envelope {
   private readonly byId: Map<string, Buffer>;
   private readonly digestKey: Buffer;
+  private readonly keyHashKey: Buffer;
   /** The version and key id every seal starts with: the same bytes for every seal with this key. */
   private readonly header: Buffer;
 
@@ -61,6 +67,7 @@ export class Envelope {
   ) {
     this.byId = new Map([...previous, current].map((k) => [k.id, k.key]));
     this.digestKey = Buffer.from(hkdfSync('sha256', current.key, Buffer.alloc(0), 'hookline digest', 32));
+    this.keyHashKey = Buffer.from(hkdfSync('sha256', current.key, Buffer.alloc(0), KEY_HASH_INFO, 32));
     const keyId = Buffer.from(current.id, 'ascii');
     this.header = Buffer.concat([Buffer.from([VERSION, keyId.length]), keyId]);
   }
@@ -68,6 +75,19 @@ export class Envelope {
   /** A keyed digest, for comparing data that must not be stored in clear (an unkeyed hash would confirm guesses). */
   digest(text: string): string {
     return createHmac('sha256', this.digestKey).update(text).digest('hex');
+  }
+
+  /**
+   * What is stored of a tenant's `ordering_key` or `Idempotency-Key` (docs/security.md, "What is
+   * stored"): HMAC-SHA256 under a key derived from the encryption key, over the kind of key, the
+   * tenant and the value, so equal values of one tenant match (lines and idempotency work as on the
+   * values) while equal values of two tenants, or an ordering key and an Idempotency-Key, do not.
+   * Tenant ids hold no NUL (`tenants.ts`) and neither kind of key does, so the input is unambiguous.
+   */
+  keyHash(kind: KeyHashKind, tenantId: string, value: string): string {
+    return createHmac('sha256', this.keyHashKey)
+      .update(`${kind}\u0000${tenantId}\u0000${value}`)
+      .digest('base64url');
   }
 
   get keyId(): string {

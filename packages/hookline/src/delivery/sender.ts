@@ -11,6 +11,7 @@ import {
   createGuardedLookup,
   EGRESS_PROXY_ERROR_CODE,
   egressProxyConnector,
+  TLS_FAILURE_PREFIX,
 } from '../net/index.js';
 import { parseRetryAfter } from '../engine/backoff.js';
 
@@ -94,8 +95,9 @@ export function describeFailure(err: unknown, hostname: string): string {
   const message = String(inner.message ?? e.message ?? '');
   if (code === BLOCKED_ADDRESS_ERROR_CODE) return `${code}: ${message}`;
   if (code === EGRESS_PROXY_ERROR_CODE) return message;
-  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `TLS: the certificate is not for ${hostname} (${code})`;
-  if (code && TLS_ERROR.test(code)) return `TLS: ${message} (${code})`;
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID')
+    return `${TLS_FAILURE_PREFIX}the certificate is not for ${hostname} (${code})`;
+  if (code && TLS_ERROR.test(code)) return `${TLS_FAILURE_PREFIX}${message} (${code})`;
   if (code?.startsWith('HPE_')) return `invalid HTTP answer (${code})`;
   if (e.name === 'HTTPParserError') {
     // llhttp's reason, fixed text of its own (the bytes it choked on are in `data`, left there).

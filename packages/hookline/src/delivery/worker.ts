@@ -18,6 +18,7 @@ import {
 } from '../store/deliveries.js';
 import { nextReadyAt } from '../store/endpoint-queues.js';
 import { OutcomeWriter } from './outcome-writer.js';
+import { RefusalWarnings } from './refusal-warnings.js';
 import { ReplayRunner } from './replay-runner.js';
 import { notSent, Sender, type SendResult, type Sending } from './sender.js';
 import { SenderThread } from './sender-thread.js';
@@ -54,6 +55,7 @@ export class DeliveryWorker {
   private readonly reaperWake = new Wake();
   private readonly sender: Sending;
   private readonly outcomes: OutcomeWriter;
+  private readonly refusals: RefusalWarnings;
   /** Bulk-replay jobs (docs/contract.md §4.3) are run by the workers, one batch at a time. */
   private readonly replays: ReplayRunner;
   private loops: Promise<unknown> | null = null;
@@ -97,6 +99,7 @@ export class DeliveryWorker {
       : new Sender(senderOptions);
     // Written outcomes free room in the endpoints' limits: the claimer may find work again.
     this.outcomes = new OutcomeWriter(this.ctx, (batch) => this.record(batch), this.claimWake);
+    this.refusals = new RefusalWarnings(this.ctx);
     this.replays = new ReplayRunner(this.ctx, {
       idleMs: this.options.pollIntervalMs,
       onQueued: () => {
@@ -381,6 +384,7 @@ export class DeliveryWorker {
         : await this.sender.send({ url: delivery.url, headers: requestHeaders(headers, custom), body });
     if (this.interrupting) return; // shutting down: the claim is released, not judged
     this.ctx.metrics.attemptSeconds.observe(result.durationMs / 1000);
+    this.refusals.observe(result, delivery.endpoint_id, log);
     const outcome = judgeAttempt(this.ctx, { delivery, headers, body }, result, this.options.random);
     if (this.ctx.tracing.enabled) traceAttempt(this.ctx, outcome, result.durationMs);
     await this.outcomes.push(outcome);

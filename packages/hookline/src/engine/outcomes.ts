@@ -5,6 +5,7 @@
 // commit (delivery/outcome-writer.ts) decides when.
 import type { Context } from '../context.js';
 import { newId } from '../ids.js';
+import { refusalOf } from '../net/index.js';
 import type { ClaimedAttempt } from '../store/attempts.js';
 import { insertDeadLetters, recordReplayDeaths, type DeadLetterRow } from '../store/dead-letters.js';
 import type { Db } from '../store/db.js';
@@ -319,6 +320,8 @@ function tally(recorded: readonly Outcome[], now: number): StatsIncrement[] {
       stats.set(d.endpoint_id, s);
     }
     s[o.kind === 'retry' ? 'failed' : o.kind] += 1;
+    const refused = o.kind === 'succeeded' ? null : refusalOf(o.error);
+    if (refused !== null) s[`refused_${refused}`] += 1;
   }
   return [...stats.values()];
 }

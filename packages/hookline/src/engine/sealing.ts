@@ -4,10 +4,58 @@
 // own labels (engine/last-error.ts).
 import type { Envelope } from '../crypto/envelope.js';
 import type { EndpointRow } from '../store/endpoints.js';
+import type { KeyConverter } from '../store/migrations/index.js';
 
 /** A message's payload. */
 export function messageAad(messageId: string): string {
   return `message:${messageId}`;
+}
+
+/** A message's ordering key, kept sealed beside its hash for operators (dead letters show it). */
+export function orderingKeyAad(messageId: string): string {
+  return `message:${messageId}:ordering_key`;
+}
+
+/** What is stored of an emit's keys (storedKeys). */
+export interface StoredKeys {
+  /** The Idempotency-Key's keyed hash; null without one. */
+  idempotencyKey: string | null;
+  /** The ordering key's keyed hash: what lines are matched on; null without one. */
+  orderingKey: string | null;
+  /** The ordering key sealed, bound to the message: opened only to show it to operators. */
+  orderingKeySealed: Buffer | null;
+}
+
+/**
+ * What is stored of the keys of message `messageId`: keyed hashes (crypto/envelope.ts, keyHash) and
+ * the ordering key sealed, never a value in clear (docs/security.md, "What is stored"). The same
+ * tenant and value always give the same hash, so a key's line and an Idempotency-Key's earlier
+ * message are found as they were with the values.
+ */
+export function storedKeys(
+  envelope: Envelope,
+  messageId: string,
+  input: { tenantId: string; idempotencyKey?: string | null; orderingKey?: string | null },
+): StoredKeys {
+  const { tenantId, idempotencyKey, orderingKey } = input;
+  return {
+    idempotencyKey: idempotencyKey == null ? null : envelope.keyHash('idempotency', tenantId, idempotencyKey),
+    orderingKey: orderingKey == null ? null : envelope.keyHash('ordering', tenantId, orderingKey),
+    orderingKeySealed: orderingKey == null ? null : envelope.seal(orderingKey, orderingKeyAad(messageId)),
+  };
+}
+
+/** The ordering key of a message as operators see it; null for an unkeyed message. */
+export function openOrderingKey(envelope: Envelope, messageId: string, sealed: Buffer | null): string | null {
+  return sealed === null ? null : envelope.openText(sealed, orderingKeyAad(messageId));
+}
+
+/** What migration 14 needs to convert keys stored in clear (store/migrations/014-hashed-keys.ts). */
+export function keyConverter(envelope: Envelope): KeyConverter {
+  return {
+    keyHash: (kind, tenantId, value) => envelope.keyHash(kind, tenantId, value),
+    sealOrderingKey: (messageId, value) => envelope.seal(value, orderingKeyAad(messageId)),
+  };
 }
 
 /** An endpoint's signing secret, the current one or the previous during its grace. */

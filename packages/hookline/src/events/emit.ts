@@ -6,7 +6,7 @@ import { HooklineError } from '../errors.js';
 import { newId } from '../ids.js';
 import { isConnectionLoss, isUniqueViolation, type Queryable } from '../store/db.js';
 import { insertAndFanOut } from '../engine/fanout.js';
-import { messageAad } from '../engine/sealing.js';
+import { messageAad, storedKeys } from '../engine/sealing.js';
 import {
   existingMessageIds,
   findByIdempotencyKeys,
@@ -40,7 +40,11 @@ export interface EmitResult {
 
 interface Prepared {
   input: EmitInput;
+  /** The Idempotency-Key as stored: its keyed hash (crypto/envelope.ts, keyHash); null without one. */
   key: string | null;
+  /** The ordering_key as stored: its keyed hash, and sealed; null without one. */
+  orderingKey: string | null;
+  orderingKeySealed: Buffer | null;
   fingerprint: string | null;
   /** The new message's id, made with the emit: its sealed payload is bound to it. */
   id: string;
@@ -88,11 +92,12 @@ export class Emitter {
     let prepared: Prepared;
     try {
       const body = validate(input);
-      const key = input.idempotencyKey ?? null;
-      const fingerprint = key === null ? null : this.ctx.envelope.digest(fingerprintText(input));
+      const { envelope } = this.ctx;
       const id = newId('message', this.ctx.clock());
-      const payload = this.ctx.envelope.seal(body, messageAad(id));
-      prepared = { input, key, fingerprint, id, payload, traceContext: null };
+      const { idempotencyKey: key, orderingKey, orderingKeySealed } = storedKeys(envelope, id, input);
+      const fingerprint = key === null ? null : envelope.digest(fingerprintText(input));
+      const payload = envelope.seal(body, messageAad(id));
+      prepared = { input, key, orderingKey, orderingKeySealed, fingerprint, id, payload, traceContext: null };
     } catch (err) {
       return Promise.reject(err);
     }
@@ -125,8 +130,19 @@ export class Emitter {
       // Field by field, not `{ ...prepared, resolve, reject }`: a spread that adds properties made a
       // new hidden class for every emit here (V8's --log-maps: two a request), and every read of a
       // Waiting was megamorphic (bench/HISTORY.md, "Session of run W").
-      const { input, key, fingerprint, id, payload, traceContext } = prepared;
-      this.waiting.push({ input, key, fingerprint, id, payload, traceContext, resolve, reject });
+      const { input, key, orderingKey, orderingKeySealed, fingerprint, id, payload, traceContext } = prepared;
+      this.waiting.push({
+        input,
+        key,
+        orderingKey,
+        orderingKeySealed,
+        fingerprint,
+        id,
+        payload,
+        traceContext,
+        resolve,
+        reject,
+      });
       // The write starts after the requests read in this turn of the event loop have joined it: an
       // SQLite transaction runs synchronously, so starting at once would commit each emit alone.
       if (!this.writing) {
@@ -270,7 +286,8 @@ export class Emitter {
       idempotency_fingerprint: p.fingerprint,
       created_at: now,
       fanned_out_at: null,
-      ordering_key: p.input.orderingKey ?? null,
+      ordering_key: p.orderingKey,
+      ordering_key_sealed: p.orderingKeySealed,
       trace_context: p.traceContext,
     };
   }

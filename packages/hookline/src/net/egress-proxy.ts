@@ -8,6 +8,7 @@
 import net, { type LookupFunction } from 'node:net';
 import type { buildConnector } from 'undici';
 import { assertHostAllowed } from './guarded-lookup.js';
+import { PROXY_FAILURE_PREFIX } from './refusal-reasons.js';
 
 export const EGRESS_PROXY_ERROR_CODE = 'ERR_HOOKLINE_EGRESS_PROXY';
 
@@ -16,7 +17,7 @@ export class EgressProxyError extends Error {
   readonly code = EGRESS_PROXY_ERROR_CODE;
 
   constructor(reason: string) {
-    super(`egress proxy: ${reason}`);
+    super(`${PROXY_FAILURE_PREFIX}${reason}`);
     this.name = 'EgressProxyError';
   }
 }

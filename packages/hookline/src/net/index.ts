@@ -25,3 +25,10 @@ export {
   egressProxyConnector,
   type EgressProxyOptions,
 } from './egress-proxy.js';
+export {
+  PROXY_FAILURE_PREFIX,
+  REFUSAL_REASONS,
+  TLS_FAILURE_PREFIX,
+  refusalOf,
+  type RefusalReason,
+} from './refusal-reasons.js';

@@ -7,7 +7,7 @@ import type { TypedEvent } from '../catalogue/index.js';
 import { Envelope, encryptionKeyFromBase64 } from '../crypto/envelope.js';
 import { schemaNameProblem } from '../database-url.js';
 import { HooklineError } from '../errors.js';
-import { messageAad } from '../engine/sealing.js';
+import { messageAad, storedKeys } from '../engine/sealing.js';
 import { fingerprintText, IDEMPOTENCY_WINDOW_MS, validate } from '../engine/validate-event.js';
 import { newId } from '../ids.js';
 import {
@@ -78,8 +78,9 @@ export function createProducer(options: ProducerOptions): Producer {
         if (err instanceof HooklineError) throw new HooklineError(err.code, `${label(i)}${err.message}`);
         throw err;
       }
-      const key = input.idempotencyKey ?? null;
+      // Both keys are stored as keyed hashes, as on the HTTP path (docs/security.md, "What is stored").
       const id = newId('message', now);
+      const { idempotencyKey: key, orderingKey, orderingKeySealed } = storedKeys(envelope, id, input);
       const message: OutboxMessage = {
         id,
         tenantId: input.tenantId,
@@ -87,7 +88,8 @@ export function createProducer(options: ProducerOptions): Producer {
         payload: envelope.seal(body, messageAad(id)),
         idempotencyKey: key,
         fingerprint: key === null ? null : envelope.digest(fingerprintText(input)),
-        orderingKey: input.orderingKey ?? null,
+        orderingKey,
+        orderingKeySealed,
       };
       let sameAs: number | null = null;
       if (key !== null) {

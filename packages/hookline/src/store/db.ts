@@ -71,6 +71,12 @@ export interface Db extends Queryable {
   ping(): Promise<void>;
   close(): Promise<void>;
   /**
+   * Rebuilds the storage so that rows rewritten to take something out of them leave no old copies
+   * behind (SQLite: VACUUM, then a truncating checkpoint of the log). Absent where that would take an
+   * exclusive lock on a shared database (PostgreSQL's VACUUM FULL is the operator's decision).
+   */
+  compact?(): Promise<void>;
+  /**
    * Starts what a long-running process needs beside its connection, resolving once it runs; null where
    * nothing is needed. Called at most once, before the process's work begins.
    */

@@ -26,11 +26,15 @@ export interface DeadLetterRow {
   died_at: number;
   replayed_at: number | null;
   replay_delivery_id: string | null;
-  /** The message's ordering key: a replay joins the back of its line. */
+  /** The message's ordering key's keyed hash: a replay joins the back of its line. */
   ordering_key: string | null;
 }
 
-export type DeadLetterSummary = Omit<DeadLetterRow, 'original'> & { replay_status: string | null };
+export type DeadLetterSummary = Omit<DeadLetterRow, 'original'> & {
+  replay_status: string | null;
+  /** The message's ordering key, sealed (engine/sealing.ts, openOrderingKey); null if unkeyed. */
+  ordering_key_sealed: Buffer | null;
+};
 
 const DEAD_LETTER_COLUMNS = 14;
 
@@ -166,7 +170,10 @@ function where(filter: DeadLetterFilter, params: SqlValue[]): string {
 
 const SUMMARY_COLUMNS = `dl.id, dl.delivery_id, dl.tenant_id, dl.endpoint_id, dl.message_id, dl.event_type,
   dl.attempts, dl.last_error, dl.last_response, dl.died_at, dl.replayed_at, dl.replay_delivery_id, dl.ordering_key,
-  r.status AS replay_status`;
+  r.status AS replay_status, m.ordering_key_sealed`;
+/** The latest replay's delivery, and the message for its sealed ordering key (messages outlive their dead letters). */
+const SUMMARY_JOINS = `LEFT JOIN deliveries r ON r.id = dl.replay_delivery_id
+  LEFT JOIN messages m ON m.id = dl.message_id`;
 
 export async function listDeadLetters(
   q: Queryable,
@@ -175,7 +182,7 @@ export async function listDeadLetters(
   before: string | null,
 ): Promise<DeadLetterSummary[]> {
   const params: SqlValue[] = [];
-  let sql = `SELECT ${SUMMARY_COLUMNS} FROM dead_letters dl LEFT JOIN deliveries r ON r.id = dl.replay_delivery_id
+  let sql = `SELECT ${SUMMARY_COLUMNS} FROM dead_letters dl ${SUMMARY_JOINS}
     WHERE ${where(filter, params)}`;
   if (before) {
     params.push(before);
@@ -188,10 +195,10 @@ export async function listDeadLetters(
 export async function getDeadLetter(
   q: Queryable,
   id: string,
-): Promise<(DeadLetterRow & { replay_status: string | null }) | undefined> {
+): Promise<(DeadLetterRow & DeadLetterSummary) | undefined> {
   return q.one(
-    `SELECT dl.*, r.status AS replay_status FROM dead_letters dl
-     LEFT JOIN deliveries r ON r.id = dl.replay_delivery_id WHERE dl.id = $1`,
+    `SELECT dl.*, r.status AS replay_status, m.ordering_key_sealed FROM dead_letters dl ${SUMMARY_JOINS}
+     WHERE dl.id = $1`,
     [id],
   );
 }

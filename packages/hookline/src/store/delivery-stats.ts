@@ -4,7 +4,16 @@ import { jsonRecords, type Queryable } from './db.js';
 
 export const BUCKET_MS = 60_000;
 
-export interface StatsIncrement {
+/** Failed attempts (failed or dead) that were refused before reaching the subscriber, by reason. */
+export interface Refused {
+  refused_ssrf: number;
+  refused_tls: number;
+  refused_proxy: number;
+}
+
+export const REFUSAL_COLUMNS = ['refused_ssrf', 'refused_tls', 'refused_proxy'] as const;
+
+export interface StatsIncrement extends Refused {
   bucket: number;
   endpoint_id: string;
   tenant_id: string;
@@ -15,7 +24,17 @@ export interface StatsIncrement {
 
 /** Counts of nothing yet for one endpoint and minute, to count a flush's outcomes into. */
 export function emptyStats(bucket: number, endpointId: string, tenantId: string): StatsIncrement {
-  return { bucket, endpoint_id: endpointId, tenant_id: tenantId, succeeded: 0, failed: 0, dead: 0 };
+  return {
+    bucket,
+    endpoint_id: endpointId,
+    tenant_id: tenantId,
+    succeeded: 0,
+    failed: 0,
+    dead: 0,
+    refused_ssrf: 0,
+    refused_tls: 0,
+    refused_proxy: 0,
+  };
 }
 
 /** Adds a flush's counts, one upsert for all its endpoints, in key order. */
@@ -31,15 +50,17 @@ export async function addStats(q: Queryable, increments: Iterable<StatsIncrement
     succeeded: 'int',
     failed: 'int',
     dead: 'int',
+    refused_ssrf: 'int',
+    refused_tls: 'int',
+    refused_proxy: 'int',
   });
+  const counts = ['succeeded', 'failed', 'dead', ...REFUSAL_COLUMNS];
   await q.run(
     // `WHERE true` lets SQLite tell the upsert's ON CONFLICT from a join constraint.
-    `INSERT INTO delivery_stats (bucket, endpoint_id, tenant_id, succeeded, failed, dead)
-     SELECT bucket, endpoint_id, tenant_id, succeeded, failed, dead FROM ${t} WHERE true
+    `INSERT INTO delivery_stats (bucket, endpoint_id, tenant_id, ${counts.join(', ')})
+     SELECT bucket, endpoint_id, tenant_id, ${counts.join(', ')} FROM ${t} WHERE true
      ON CONFLICT (bucket, endpoint_id) DO UPDATE SET
-       succeeded = delivery_stats.succeeded + excluded.succeeded,
-       failed = delivery_stats.failed + excluded.failed,
-       dead = delivery_stats.dead + excluded.dead`,
+       ${counts.map((c) => `${c} = delivery_stats.${c} + excluded.${c}`).join(',\n       ')}`,
     [JSON.stringify(rows)],
   );
 }
@@ -64,7 +85,7 @@ export async function statsSeries(
   );
 }
 
-export interface EndpointHealth {
+export interface EndpointHealth extends Refused {
   endpoint_id: string;
   succeeded: number;
   failed: number;
@@ -77,7 +98,8 @@ export async function endpointHealth(
   tenantId: string,
 ): Promise<EndpointHealth[]> {
   return q.all<EndpointHealth>(
-    `SELECT endpoint_id, SUM(succeeded) AS succeeded, SUM(failed) AS failed, SUM(dead) AS dead
+    `SELECT endpoint_id, SUM(succeeded) AS succeeded, SUM(failed) AS failed, SUM(dead) AS dead,
+       SUM(refused_ssrf) AS refused_ssrf, SUM(refused_tls) AS refused_tls, SUM(refused_proxy) AS refused_proxy
      FROM delivery_stats WHERE bucket >= $1 AND tenant_id = $2 GROUP BY endpoint_id`,
     [since, tenantId],
   );

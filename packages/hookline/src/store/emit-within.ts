@@ -23,7 +23,9 @@ export interface OutboxMessage {
   payload: Buffer;
   idempotencyKey: string | null;
   fingerprint: string | null;
+  /** The keyed hash of the ordering key (engine/sealing.ts, storedKeys), and the key sealed. */
   orderingKey: string | null;
+  orderingKeySealed: Buffer | null;
 }
 
 /**
@@ -59,8 +61,10 @@ function statementFor(schema: string): string {
   const s = quoteIdent(schema);
   const sequence = `${s}.ordering_seq`.replaceAll("'", "''");
   sql = `WITH input AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
-    WITH ORDINALITY AS i(id, tenant_id, event_type, payload_hex, idempotency_key, fingerprint, ordering_key, ord)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+    $12::text[])
+    WITH ORDINALITY AS i(id, tenant_id, event_type, payload_hex, idempotency_key, fingerprint, ordering_key,
+      ordering_key_hex, ord)
 ),
 new_tenants AS (
   INSERT INTO ${s}.tenants (id, created_at)
@@ -70,10 +74,11 @@ new_tenants AS (
 ),
 written AS (
   INSERT INTO ${s}.messages AS m (id, tenant_id, event_type, payload, idempotency_key,
-    idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_seq)
+    idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_seq, ordering_key_sealed)
   SELECT i.id, i.tenant_id, i.event_type, decode(i.payload_hex, 'hex'), i.idempotency_key, i.fingerprint,
     $8::bigint, NULL, i.ordering_key,
-    CASE WHEN i.ordering_key IS NULL THEN NULL ELSE nextval('${sequence}') END
+    CASE WHEN i.ordering_key IS NULL THEN NULL ELSE nextval('${sequence}') END,
+    decode(i.ordering_key_hex, 'hex')
   FROM input i ORDER BY i.ord
   ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL
   DO UPDATE SET idempotency_key =
@@ -115,6 +120,7 @@ export async function insertWithin(
     idempotencyWindowMs,
     scopedChannel(WORK_CHANNEL, schema),
     wakePayload,
+    messages.map((m) => m.orderingKeySealed?.toString('hex') ?? null),
   ]);
   return (
     rows as { id: string | null; fingerprint: string | null; created_at: string | number | null }[]

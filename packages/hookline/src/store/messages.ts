@@ -20,13 +20,18 @@ export interface MessageRow {
   fanned_out_at: number | null;
   /** The last endpoint id a partial fan-out reached (engine/fanout.ts); null before it starts. */
   fanout_cursor?: string | null;
-  /** Deliveries of messages sharing a key go one at a time per endpoint, in emit order (§6). */
+  /**
+   * Deliveries of messages sharing a key go one at a time per endpoint, in emit order (§6). The key's
+   * keyed hash, never the key (engine/sealing.ts, storedKeys).
+   */
   ordering_key: string | null;
+  /** The ordering key sealed, for operators (dead letters show it); null for an unkeyed message. */
+  ordering_key_sealed: Buffer | null;
   /** The emit's W3C `traceparent` when tracing is on (telemetry/tracing.ts), else null. */
   trace_context: string | null;
 }
 
-const MESSAGE_COLUMNS = 9;
+const MESSAGE_COLUMNS = 10;
 
 /**
  * The `ordering_seq` of keyed messages comes from the database's one ordering counter: a sequence on
@@ -57,7 +62,7 @@ export async function nextOrderingSeqs(q: Queryable, count: number): Promise<num
 }
 
 const INSERT_COLUMNS = `id, tenant_id, event_type, payload, idempotency_key,
-  idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_seq`;
+  idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_key_sealed, ordering_seq`;
 const INSERT_MESSAGE = `INSERT INTO messages (${INSERT_COLUMNS})`;
 /**
  * With the emits' trace context (tracing on): without tracing, PostgreSQL's multi-row insert leaves
@@ -65,7 +70,7 @@ const INSERT_MESSAGE = `INSERT INTO messages (${INSERT_COLUMNS})`;
  */
 const INSERT_TRACED_MESSAGE = `INSERT INTO messages (${INSERT_COLUMNS}, trace_context)`;
 /** SQLite's one-row insert: one text, so the prepared-statement cache finds it without building it per row. */
-const INSERT_MESSAGE_ROW = `${INSERT_TRACED_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
+const INSERT_MESSAGE_ROW = `${INSERT_TRACED_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`;
 
 /**
  * Inserts messages (group commit of emits): on PostgreSQL one multi-row statement per few hundred, a
@@ -91,6 +96,7 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
         row.created_at,
         row.fanned_out_at,
         row.ordering_key,
+        row.ordering_key_sealed,
         rowSeq,
         row.trace_context,
       ]);
@@ -106,8 +112,10 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
     const tuples = chunk.map((row) => {
       params.push(row.id, row.tenant_id, row.event_type, row.payload, row.idempotency_key);
       params.push(row.idempotency_fingerprint, row.created_at, row.fanned_out_at, row.ordering_key);
+      const key = params.length;
+      params.push(row.ordering_key_sealed);
       const values = placeholders(MESSAGE_COLUMNS, params.length - MESSAGE_COLUMNS + 1);
-      const seq = `CASE WHEN CAST($${params.length} AS TEXT) IS NULL THEN NULL ELSE nextval('ordering_seq') END`;
+      const seq = `CASE WHEN CAST($${key} AS TEXT) IS NULL THEN NULL ELSE nextval('ordering_seq') END`;
       if (!traced) return `(${values}, ${seq})`;
       params.push(row.trace_context);
       return `(${values}, ${seq}, $${params.length})`;

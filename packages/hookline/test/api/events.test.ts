@@ -155,9 +155,11 @@ describe.each(STORE_KINDS)('POST /v1/events on %s', (kind) => {
     const rows = await t.service.ctx.db.all<{ id: string; ordering_key: string; ordering_seq: number }>(
       'SELECT id, ordering_key, ordering_seq FROM messages WHERE ordering_key IS NOT NULL ORDER BY ordering_seq',
     );
-    expect(rows.map((r) => [r.id, r.ordering_key.length])).toEqual([
-      [first, 6],
-      [second, 255],
+    // Stored as keyed hashes (docs/security.md, "What is stored"), whatever the key's length.
+    const { envelope } = t.service.ctx;
+    expect(rows.map((r) => [r.id, r.ordering_key])).toEqual([
+      [first, envelope.keyHash('ordering', 'acme', 'user_1')],
+      [second, envelope.keyHash('ordering', 'acme', `u${'x'.repeat(254)}`)],
     ]);
     for (const bad of [
       '',
@@ -246,7 +248,8 @@ describe.each(STORE_KINDS)('POST /v1/events on %s', (kind) => {
       expect(second).toBe(first);
       expect(third).toBe(first);
       const rows = await messages();
-      expect(rows.map((r) => [r.id, r.idempotency_key])).toEqual([[first, 'order-1']]);
+      const stored = t.service.ctx.envelope.keyHash('idempotency', 'acme', 'order-1');
+      expect(rows.map((r) => [r.id, r.idempotency_key])).toEqual([[first, stored]]);
       expect(await emittedCount()).toBe(before + 1);
     });
 

@@ -1,9 +1,10 @@
 // The hookline command as a user runs it: real process, real database, stdout/stderr/exit codes.
-import { chmodSync, mkdtempSync, realpathSync, statSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
+import { Envelope, encryptionKeyFromBase64 } from '../../src/crypto/envelope.js';
 import { runCli, startProcess } from '../helpers/process.js';
 
 const modeOf = (file: string) => statSync(file).mode & 0o777;
@@ -127,7 +128,7 @@ describe('hookline CLI on the embedded default', () => {
     expect(result.stdout).toMatch(/^msg_[0-9A-Z]{26}\n$/);
   });
 
-  it('emit --ordering-key stores the key with the message', async () => {
+  it('emit --ordering-key stores the key with the message, as its keyed hash', async () => {
     const result = await runCli(['emit', 'acme', 'user.updated', '{}', '--ordering-key', 'user_7'], env, cwd);
     expect(result.code, result.stderr).toBe(0);
     const id = result.stdout.trim();
@@ -137,7 +138,9 @@ describe('hookline CLI on the embedded default', () => {
       ordering_seq: number;
     };
     db.close();
-    expect(row.ordering_key).toBe('user_7');
+    const key = readFileSync(path.join(cwd, 'data', 'encryption.key'), 'utf8').trim();
+    const envelope = new Envelope(encryptionKeyFromBase64(key));
+    expect(row.ordering_key).toBe(envelope.keyHash('ordering', 'acme', 'user_7'));
     expect(row.ordering_seq).toBeGreaterThan(0);
   });
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUCKET_MS, addStats } from '../../src/store/delivery-stats.js';
+import { BUCKET_MS, addStats, emptyStats } from '../../src/store/delivery-stats.js';
 import { recordQueueSample } from '../../src/store/queue-samples.js';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -49,6 +49,7 @@ describe('operator console in a browser', () => {
   let flakyEndpoint: string;
   let retiredEndpoint: string;
   let goneEndpoint: string;
+  let tlsEndpoint: string; // an https:// URL whose server does not speak TLS: every attempt is refused
   const hookIds: Record<string, string> = {};
   const marker = `console-${Date.now().toString(36)}`;
 
@@ -138,6 +139,15 @@ describe('operator console in a browser', () => {
     );
     const globex = await t.keyFor('tenant', 'globex');
     const globexEndpoint = await createEndpoint(globex, (await receiver(200)).url, ['*'], 'Data warehouse');
+    tlsEndpoint = await createEndpoint(
+      globex,
+      (await receiver(200)).url.replace(/^http:/, 'https:'),
+      ['organizationInvitation.accepted'],
+      'Partner API',
+    );
+    // A test event: refused on both attempts, and never a dead letter (the overview's counts stay).
+    const tested = await t.call('POST', `/v1/webhooks/${tlsEndpoint}/test`, globex, {});
+    expect(tested.statusCode, tested.body).toBe(202);
 
     hookIds.created = await emit(
       'acme',
@@ -162,6 +172,13 @@ describe('operator console in a browser', () => {
       const res = await t.call('GET', `/v1/webhooks/${goneEndpoint}`, t.keys.tenant);
       return res.json<{ status: string }>().status === 'disabled';
     });
+    await eventually(async () => {
+      const rows = await t.service.ctx.db.all<{ status: string }>(
+        'SELECT status FROM deliveries WHERE endpoint_id = $1',
+        [tlsEndpoint],
+      );
+      return rows.length === 1 && rows[0]!.status === 'dead';
+    });
     const deleted = await t.call('DELETE', `/v1/webhooks/${retiredEndpoint}`, t.keys.tenant);
     expect(deleted.statusCode, deleted.body).toBe(200);
     // The subscriber is fixed: from now on it answers 200.
@@ -178,9 +195,7 @@ describe('operator console in a browser', () => {
       const incident = m >= 30 && m <= 36;
       await addStats(t.service.ctx.db, [
         {
-          bucket,
-          endpoint_id: globexEndpoint,
-          tenant_id: 'globex',
+          ...emptyStats(bucket, globexEndpoint, 'globex'),
           succeeded: incident ? Math.round(traffic / 5) : traffic + (m > 22 && m < 30 ? 12 : 0),
           failed: incident ? 14 + (m % 4) : m % 13 === 0 ? 1 : 0,
           dead: 0,
@@ -409,6 +424,22 @@ describe('operator console in a browser', () => {
       await gone.locator('.pill[data-status="disabled"]').waitFor();
       expect(await gone.textContent()).toContain('410 Gone');
       await shot('06-tenants');
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "shows attempts refused before reaching the subscriber in the endpoint's health",
+    async () => {
+      await page.goto(`${base}/console#/tenants/globex`);
+      const row = page.locator(`#tn-rows tr[data-endpoint="${tlsEndpoint}"]`);
+      await row.waitFor();
+      // Two attempts (HOOKLINE_MAX_RETRIES=1), both failed their TLS handshake.
+      expect(await row.locator('.refused').textContent()).toBe('refused: 2 TLS');
+      expect(await row.locator('.refused').getAttribute('title')).toBe(
+        'the TLS handshake or certificate check failed',
+      );
+      await shot('08-refused');
     },
     TIMEOUT,
   );

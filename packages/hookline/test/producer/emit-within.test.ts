@@ -194,8 +194,11 @@ describe.runIf(STORE_KINDS.includes('postgres'))('emitWithin on PostgreSQL', () 
     expect(await second).toEqual(first);
     await b.query('COMMIT');
     expect(
-      (await rig.t.service.ctx.db.all('SELECT id FROM messages WHERE idempotency_key = $1', ['race-1']))
-        .length,
+      (
+        await rig.t.service.ctx.db.all('SELECT id FROM messages WHERE idempotency_key = $1', [
+          rig.t.service.ctx.envelope.keyHash('idempotency', 'acme', 'race-1'),
+        ])
+      ).length,
     ).toBe(1);
   });
 

@@ -18,7 +18,8 @@ const deadLetterProperties = {
       'delivering, succeeded, dead, cancelled; null if never replayed',
   }),
   ordering_key: Type.Union([Type.String(), Type.Null()], {
-    description: "The message's ordering_key; a replay joins the back of its key's line",
+    description:
+      "The message's ordering_key (stored hashed, and sealed for this answer); a replay joins the back of its key's line",
   }),
 };
 

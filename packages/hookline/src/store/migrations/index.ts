@@ -14,11 +14,20 @@ import * as m010 from './010-endpoint-headers.js';
 import * as m011 from './011-signature-schemes.js';
 import * as m012 from './012-test-messages.js';
 import * as m013 from './013-trace-context.js';
+import * as m014 from './014-hashed-keys.js';
+import type { ConvertContext, KeyConverter } from './014-hashed-keys.js';
+
+export type { KeyConverter } from './014-hashed-keys.js';
 
 interface Migration {
   version: number;
   name: string;
   statements: (dialect: Db['dialect']) => string[];
+  /**
+   * Rewrites rows where SQL alone cannot (014: keyed hashes need the encryption key), after
+   * `statements`; answers how many rows it rewrote.
+   */
+  convert?: (tx: Queryable, ctx: ConvertContext) => Promise<number>;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -35,6 +44,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, ...m011 },
   { version: 12, ...m012 },
   { version: 13, ...m013 },
+  { version: 14, ...m014 },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.length;
@@ -71,13 +81,21 @@ export interface MigrateResult {
   current: number;
 }
 
+/**
+ * `keys` hashes and seals with the processes' encryption key (engine/sealing.ts, keyConverter):
+ * migration 14 converts the keys of rows written before it with it. Without it, a migration that has
+ * rows to convert fails (and is rolled back) instead of writing hashes no process could match.
+ */
 export async function migrate(
   db: Db,
   onProgress: (message: string) => void = () => {},
+  keys: KeyConverter | null = null,
 ): Promise<MigrateResult> {
   const applied: number[] = [];
+  let rewritten = 0;
   await db.transaction(async (tx) => {
     applied.length = 0; // the store may run this again after a lost deadlock
+    rewritten = 0;
     if (db.dialect === 'postgres') {
       // Processes starting together wait here while one migrates, and an index build on a big table
       // takes long: the session limits for ordinary work (store/postgres/pg-db.ts) do not apply.
@@ -95,6 +113,7 @@ export async function migrate(
       if (done.has(migration.version)) continue;
       onProgress(`applying migration ${migration.version}: ${migration.name}`);
       for (const sql of migration.statements(db.dialect)) await tx.run(sql);
+      rewritten += (await migration.convert?.(tx, { keys, onProgress })) ?? 0;
       await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
         migration.version,
         migration.name,
@@ -109,5 +128,10 @@ export async function migrate(
       );
     }
   });
+  if (rewritten > 0 && db.compact) {
+    // The rewritten rows' old bytes are still in the files (free space of pages, the log).
+    onProgress('rebuilding the database file (VACUUM), so rewritten rows leave no old copies in it');
+    await db.compact();
+  }
   return { applied, current: LATEST_VERSION };
 }

@@ -172,14 +172,7 @@ export class SqliteDb implements Db {
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    while (this.locked) await this.lock;
-    let release!: () => void;
-    this.locked = true;
-    this.lock = new Promise<void>((resolve) => (release = resolve));
-    let threadLocked = false;
-    try {
-      await this.threadLock.acquire();
-      threadLocked = true;
+    return this.exclusive(async () => {
       // IMMEDIATE takes the write lock up front, so another process sharing the file waits
       // (busy_timeout) instead of failing half-way through.
       this.prepare('BEGIN IMMEDIATE').stmt.run();
@@ -191,6 +184,30 @@ export class SqliteDb implements Db {
         if (this.conn.inTransaction) this.conn.exec('ROLLBACK');
         throw err;
       }
+    });
+  }
+
+  async compact(): Promise<void> {
+    // VACUUM cannot run in a transaction; it takes SQLite's write lock itself, and this process's
+    // other connections wait on the thread lock meanwhile. The checkpoint then empties the log, where
+    // the rows' earlier versions were.
+    await this.exclusive(() => {
+      this.conn.exec('VACUUM');
+      this.conn.pragma('wal_checkpoint(TRUNCATE)');
+    });
+  }
+
+  /** Runs `fn` alone: no other statement of this connection, nor write of another thread, meanwhile. */
+  private async exclusive<T>(fn: () => Promise<T> | T): Promise<T> {
+    while (this.locked) await this.lock;
+    let release!: () => void;
+    this.locked = true;
+    this.lock = new Promise<void>((resolve) => (release = resolve));
+    let threadLocked = false;
+    try {
+      await this.threadLock.acquire();
+      threadLocked = true;
+      return await fn();
     } finally {
       if (threadLocked) this.threadLock.release();
       this.locked = false;

@@ -43,13 +43,19 @@ interface InFlight {
   done: Promise<void>;
 }
 
+/** A claimed attempt not yet started, with what the attempts of its claim share. */
+interface Buffered {
+  delivery: ClaimedAttempt;
+  opened: Opened;
+}
+
 export class DeliveryWorker {
   private running = false;
   /** Set when stop() interrupts what is still in flight: those attempts are released, not judged. */
   private interrupting = false;
   private readonly inFlight = new Map<string, InFlight>();
   /** Claimed, not yet started: the prefetch buffer. */
-  private buffer: ClaimedAttempt[] = [];
+  private buffer: Buffered[] = [];
   private readonly fanoutWake = new Wake();
   private readonly claimWake = new Wake();
   private readonly reaperWake = new Wake();
@@ -137,7 +143,7 @@ export class DeliveryWorker {
     this.reaperWake.fire();
     this.replays.stop();
     await this.loops;
-    const unstarted = this.buffer;
+    const unstarted = this.buffer.map((b) => b.delivery);
     this.buffer = [];
     const drained = Promise.all([...this.inFlight.values()].map((f) => f.done));
     let timer: NodeJS.Timeout | undefined;
@@ -237,7 +243,7 @@ export class DeliveryWorker {
           claimed = batch.length;
           paced = batch.some((d) => d.send_at != null);
           if (claimed > 0) {
-            this.buffer.push(...batch);
+            this.fill(batch);
             this.dispatch();
             if (claimed === room) continue;
           }
@@ -304,17 +310,25 @@ export class DeliveryWorker {
       this.claimedWhileStopping.push(...claimed);
       return;
     }
-    this.buffer.push(...claimed);
+    this.fill(claimed);
     this.dispatch();
   }
 
-  /** Starts buffered attempts while slots are free; payloads and secrets are opened once per batch. */
+  /**
+   * Adds a claimed batch to the buffer. Its attempts open each payload and secret once between them,
+   * however many dispatches start them: at full concurrency most start one at a time, as others finish.
+   */
+  private fill(batch: readonly ClaimedAttempt[]): void {
+    const opened = new Opened(this.ctx);
+    for (const delivery of batch) this.buffer.push({ delivery, opened });
+  }
+
+  /** Starts buffered attempts while slots are free. */
   private dispatch(): void {
     const free = this.ctx.config.workerConcurrency - this.inFlight.size;
     if (free <= 0 || this.buffer.length === 0) return;
     const starting = this.buffer.splice(0, free);
-    const opened = new Opened(this.ctx);
-    for (const delivery of starting) {
+    for (const { delivery, opened } of starting) {
       const entry: InFlight = { delivery, done: Promise.resolve() };
       this.inFlight.set(delivery.id, entry);
       entry.done = this.attempt(delivery, opened)
@@ -429,7 +443,7 @@ function traceAttempt(ctx: Context, outcome: Outcome, durationMs: number): void 
   });
 }
 
-/** Decrypts each message payload and endpoint secret once for the attempts started together. */
+/** Decrypts each message payload and endpoint secret once for the attempts of one claimed batch. */
 class Opened {
   private readonly bodies = new Map<string, string | null>();
   private readonly secretsByEndpoint = new Map<string, string[] | null>();

@@ -19,6 +19,7 @@ import { reopenDeadLetters } from './dead-letters.js';
 import type { AttemptRef, ClaimOptions, ClaimedAttempt, FencedRow, SuccessRecord } from './attempts.js';
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from './delivery-stats.js';
 import {
+  addAnswer,
   arrivalsOf,
   clearQueue,
   emptySettlement,
@@ -402,6 +403,7 @@ async function recordSuccessesWithin(
     const q = settlements.get(row.endpoint_id) ?? emptySettlement(row.endpoint_id);
     q.finished += 1;
     if (item.fast) q.fast += 1;
+    addAnswer(q, item.answerMs, true);
     settlements.set(row.endpoint_id, q);
   }
   await addStats(tx, stats.values());

@@ -14,6 +14,7 @@ import * as m010 from './010-endpoint-headers.js';
 import * as m011 from './011-signature-schemes.js';
 import * as m012 from './012-test-messages.js';
 import * as m013 from './013-trace-context.js';
+import * as m015 from './015-answer-times.js';
 
 interface Migration {
   version: number;
@@ -35,9 +36,11 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, ...m011 },
   { version: 12, ...m012 },
   { version: 13, ...m013 },
+  // 14 is another change's; versions need not be contiguous, each is applied once.
+  { version: 15, ...m015 },
 ];
 
-export const LATEST_VERSION = MIGRATIONS.length;
+export const LATEST_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
 
 // Arbitrary constant: the key of the PostgreSQL advisory lock that serialises migrating processes.
 const MIGRATION_LOCK_KEY = 7_245_113_001;

@@ -215,12 +215,18 @@ function answerTimes(d: Queryable['dialect']): { recent: string; floor: string }
  * TCP's window does: below the slow-start threshold each fast success adds one, above it one per
  * limit's worth of fast successes.
  */
-export function settlementAssignments(d: Queryable['dialect'], ceiling: string, now: string): string {
+export function settlementAssignments(
+  d: Queryable['dialect'],
+  ceiling: string,
+  now: string,
+  /** `t.item_recent` and `t.item_floor` hold answerTimes already (settleQueues on SQLite). */
+  precomputed = false,
+): string {
   const limit = 'endpoint_queues.concurrency_limit';
   const credit = 'endpoint_queues.concurrency_credit';
   const threshold = 'endpoint_queues.slow_start_threshold';
   const slowSince = 'endpoint_queues.answer_slow_since';
-  const { recent, floor } = answerTimes(d);
+  const { recent, floor } = precomputed ? { recent: 't.item_recent', floor: 't.item_floor' } : answerTimes(d);
   const allowed = allowance(floor);
   const slow = `(t.item_answers > 0 AND ${recent} > ${allowed})`;
   const queueing = `(${slow} AND ${slowSince} IS NOT NULL AND ${slowSince} <= ${now} - ${QUEUEING_PERSIST_MS})`;
@@ -275,6 +281,30 @@ const SETTLEMENT_COLUMNS = {
   item_answer_min_us: 'bigint',
 } as const;
 
+const SETTLE_SQL: Partial<Record<Queryable['dialect'], string>> = {};
+
+function settleStatement(d: Queryable['dialect']): string {
+  const items = jsonRecords(d, 1, SETTLEMENT_COLUMNS);
+  const now = 'CAST($3 AS BIGINT)';
+  // No lock of its own. A CTE that locked the rows again here was, on SQLite, evaluated once more for
+  // every row updated: 2.2 ms for a flush across 64 endpoints (bench/HISTORY.md, "Session of run R").
+  if (d === 'postgres')
+    return `UPDATE endpoint_queues SET ${settlementAssignments(d, '$2', now)}
+      FROM ${items} WHERE endpoint_queues.endpoint_id = t.item_endpoint`;
+  // On SQLite the rows are read out of their JSON once, and the new answer times worked out once per
+  // row, before the UPDATE (MATERIALIZED): flattened into it, every mention of a column of `t` parsed
+  // its JSON element again and every assignment that reads the answer times worked them out again
+  // (4-5× the time of a settlement without them). SQLite's one writer is this transaction's, so the
+  // queue row read there is the row updated; PostgreSQL reads them inline (record-successes.ts must).
+  const { recent, floor } = answerTimes(d);
+  return `WITH i AS MATERIALIZED (SELECT * FROM ${items}),
+    t AS MATERIALIZED (
+      SELECT t.*, ${recent} AS item_recent, ${floor} AS item_floor
+      FROM i AS t JOIN endpoint_queues ON endpoint_queues.endpoint_id = t.item_endpoint)
+    UPDATE endpoint_queues SET ${settlementAssignments(d, '$2', now, true)}
+    FROM t WHERE endpoint_queues.endpoint_id = t.item_endpoint`;
+}
+
 /**
  * Applies flushes' outcomes to their endpoints' queues and adaptive limits, in one statement. The
  * caller has locked these queue rows (lockQueues) before it changed their deliveries, as every
@@ -288,32 +318,26 @@ export async function settleQueues(
 ): Promise<void> {
   if (settlements.length === 0) return;
   const d = q.dialect;
-  const items = jsonRecords(d, 1, SETTLEMENT_COLUMNS);
-  // No lock of its own. A CTE that locked the rows again here was, on SQLite, evaluated once more for
-  // every row updated: 2.2 ms for a flush across 64 endpoints (bench/HISTORY.md, "Session of run R").
-  await q.run(
-    `UPDATE endpoint_queues SET ${settlementAssignments(d, '$2', 'CAST($3 AS BIGINT)')}
-     FROM ${items}
-     WHERE endpoint_queues.endpoint_id = t.item_endpoint`,
-    [
-      JSON.stringify(
-        settlements.map((s) => ({
-          item_endpoint: s.endpoint_id,
-          item_finished: s.finished,
-          item_requeued: s.requeued,
-          item_due: s.requeuedDue,
-          item_fast: s.fast,
-          item_congested: s.congested ? 1 : 0,
-          item_pause: s.pauseUntil,
-          item_answers: s.answers,
-          item_answer_us: Math.round(s.answerMsSum * 1000),
-          item_answer_min_us: s.answerMsMin === null ? null : Math.round(s.answerMsMin * 1000),
-        })),
-      ),
-      ceiling,
-      now,
-    ],
-  );
+  // Built once per dialect: the statement is the same for every flush.
+  const sql = (SETTLE_SQL[d] ??= settleStatement(d));
+  await q.run(sql, [
+    JSON.stringify(
+      settlements.map((s) => ({
+        item_endpoint: s.endpoint_id,
+        item_finished: s.finished,
+        item_requeued: s.requeued,
+        item_due: s.requeuedDue,
+        item_fast: s.fast,
+        item_congested: s.congested ? 1 : 0,
+        item_pause: s.pauseUntil,
+        item_answers: s.answers,
+        item_answer_us: Math.round(s.answerMsSum * 1000),
+        item_answer_min_us: s.answerMsMin === null ? null : Math.round(s.answerMsMin * 1000),
+      })),
+    ),
+    ceiling,
+    now,
+  ]);
 }
 
 /** Pauses endpoints until the given times (an open circuit); a longer pause already set stays. */

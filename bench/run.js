@@ -5,7 +5,8 @@
 // stderr), every figure measured in this run with its ratio beside it; also written to
 // bench/last-run.md with the machine it ran on. Cases (for --only, by name or prefix):
 //   ceiling  bullmq  graphile  drain-sqlite  traced-drain  drain-pg  e2e-sqlite  e2e-pg  ingest
-//   ingest-half  backlog  isolation  fanout  memory  ordering  rate-limit  producer
+//   ingest-half  backlog  isolation  fanout  memory  ordering  keyed-lag-sqlite  keyed-lag-pg
+//   rate-limit  producer
 //
 // THE STEADY TABLE (every drain and end-to-end case, and the ceiling; lib/window.js)
 // A run is `deliveries` deliveries (40,000; 4,000 with --quick) at one subscriber, which counts each
@@ -195,6 +196,25 @@ function buildSteadyTable(results, notes, ran) {
   return out.length > 1 ? markdown(out, new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])) : '';
 }
 
+/** Keyed lag under a flaky subscriber (lib/cases.js, keyedLagCase), with issue 36's targets. */
+function keyedRows(kind, what) {
+  const [c, p] = [`keyed-lag-${kind === 'pg' ? 'pg' : 'sqlite'}`, `keyed.${kind}`];
+  const label = (l) => `flaky subscriber (10 % 500s), ${what}: ${l}`;
+  return [
+    row(c, label('keyed lag p50 / p99 / max'), [`${p}.lagP50`, `${p}.lagP99`, `${p}.lagMax`], 'ms'),
+    row(
+      c,
+      label('keyed lag not behind a failed attempt p99 / p50 / max'),
+      [`${p}.cleanP99`, `${p}.cleanP50`, `${p}.cleanMax`],
+      'ms',
+      { max: 3000 },
+    ),
+    row(c, label('key handoff p99 / p50'), [`${p}.handoffP99`, `${p}.handoffP50`], 'ms', { max: 250 }),
+    row(c, label('mean adaptive limit, % of the ceiling'), `${p}.limit`, '%', { min: 50 }),
+    row(c, label('early attempts / order violations'), [`${p}.early`, `${p}.order`], '', { max: 0 }),
+  ];
+}
+
 function rows(s) {
   const ceiling = vs('ceiling.rate', 'ceiling');
   const e2e = (kind, store, n) => {
@@ -293,6 +313,8 @@ function rows(s) {
       ratios: [vs('ordering.serial', 'serial POSTs')],
     }),
     row('ordering', 'serial POSTs: 1 connection, no queue (one per round trip)', 'ordering.serial', '/s'),
+    ...keyedRows('sqlite', 'SQLite, serve'),
+    ...keyedRows('pg', 'PostgreSQL, 1 API + 2 workers'),
     row('rate-limit', 'rate_limit 100: rate at the subscriber, 2 PostgreSQL workers', 'rate.limit100', '/s', {
       decimals: 1,
       ratios: [{ of: 'rate.target', name: 'the limit', min: 0.95, max: 1.05 }],
@@ -347,6 +369,14 @@ function buildTable(spec, results, notes, ran) {
         '',
         `≤ ${row.max} ${row.unit}`,
         Number.isFinite(v) ? (v <= row.max ? 'PASS' : 'MISS') : '-',
+      ]);
+    }
+    if (row.min !== undefined) {
+      const v = results[keys[0]];
+      lines.push([
+        '',
+        `≥ ${row.min} ${row.unit}`,
+        Number.isFinite(v) ? (v >= row.min ? 'PASS' : 'MISS') : '-',
       ]);
     }
     for (const r of row.ratios ?? []) {

@@ -11,7 +11,7 @@ import { createEndpoints, createHookline, createSchema, pgUrlWith, queueDepth } 
 import { startOtlpCounter } from './otlp-counter.js';
 import { freePort, stop, watchMemory } from './processes.js';
 import { produce } from './producer.js';
-import { fmt, now, sleep } from './stats.js';
+import { fmt, now, sleep, summarize } from './stats.js';
 import { awaitDeliveries, startSubscriber } from './subscriber.js';
 import { measureSteady } from './window.js';
 
@@ -39,6 +39,7 @@ export function scale(quick) {
         oneKeyDeliveries: 500,
         rateLimitDeliveries: 300,
         producerTransactions: 1000,
+        keyedMs: 20_000,
       }
     : {
         deliveries: 40_000,
@@ -57,6 +58,7 @@ export function scale(quick) {
         oneKeyDeliveries: 2000,
         rateLimitDeliveries: 1200,
         producerTransactions: 20_000,
+        keyedMs: 90_000,
       };
 }
 
@@ -606,6 +608,147 @@ async function orderingCase(ctx) {
 }
 
 /**
+ * Keyed lag under a flaky subscriber (issue 36): 150 events/s for `keyedMs`, 70 % of them keyed over
+ * 50 keys, fanned out to 3 endpoints at one subscriber that answers 500 to 10 % of requests at random
+ * (quickly: it is not overloaded). Embedded `serve` on SQLite; 1 `serve --no-worker` and 2 workers on
+ * PostgreSQL. Retries start at 1 s (HOOKLINE_RETRY_BASE_MS) so a failed head costs a second, not ten.
+ * Figures, from the emitter's answer times and the subscriber's arrival times (one machine, one clock):
+ *   lag       a keyed event's acknowledged emit → its first 2xx, per endpoint; `clean` leaves out the
+ *             events that failed an attempt or waited (directly or down the line) behind one that did:
+ *             what a head that succeeds costs the events behind it
+ *   handoff   the first 2xx of one event of a key → the first attempt of the key's next at the same
+ *             endpoint, for a next already acknowledged by then (it was waiting)
+ *   early     a key's next attempted before the one before it had succeeded (must be 0), and `order`
+ *             the pairs whose first successes came the other way round (must be 0)
+ *   limit     each endpoint's adaptive limit (GET /v1/admin/tenants/:id/endpoints every 500 ms while
+ *             emitting), mean over the samples, as a share of the ceiling
+ */
+async function keyedLagCase(ctx, kind) {
+  const p = `keyed.${kind}`;
+  const durationMs = ctx.scale.keyedMs;
+  const env = { HOOKLINE_RETRY_BASE_MS: '1000', HOOKLINE_RETRY_MAX_MS: '10000' };
+  ctx.log(
+    `keyed lag, ${kind}: 150 events/s for ${fmt(durationMs / 1000)} s, 70 % keyed, 3 endpoints, 10 % 500s`,
+  );
+  return withSubscribers(['flaky'], (sub) =>
+    withHookline(kind, { env, api: kind === 'sqlite' ? 'embedded' : 'no-worker' }, async (hl) => {
+      const api = hl.api;
+      const workers = kind === 'sqlite' ? [] : await Promise.all([hl.worker(), hl.worker()]);
+      await Promise.all(workers.map((w) => w.ready()));
+      const endpoints = 3;
+      await createEndpoints(
+        api.origin,
+        hl.tenantKey,
+        Array.from({ length: endpoints }, (_, i) => sub.url(`/hook/${i}`)),
+      );
+      const adminKey = await hl.createKey('instance_manager');
+      const limits = [];
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          try {
+            const res = await fetch(`${api.origin}/v1/admin/tenants/acme/endpoints`, {
+              headers: { authorization: `Bearer ${adminKey}` },
+            });
+            for (const e of (await res.json()).data)
+              limits.push(e.delivery.concurrency_limit / e.delivery.concurrency_ceiling);
+          } catch {
+            // a missed sample
+          }
+          await sleep(500);
+        }
+      })();
+      const start = now();
+      const e = await emit({
+        origin: api.origin,
+        key: hl.producerKey,
+        rate: 150,
+        durationMs,
+        orderingKeys: 50,
+        keyedShare: 0.7,
+        recordAcks: true,
+        graceMs: ctx.scale.graceMs,
+      });
+      sampling = false;
+      await sampler;
+      const total = e.ok * endpoints;
+      const r = await awaitDeliveries(sub, total, start, {
+        ...limitsOf(ctx),
+        budgetMs: durationMs + 120_000,
+      });
+      const figures = keyedFigures(e.acks, await sub.call('keyed'));
+      const mean = limits.reduce((a, b) => a + b, 0) / limits.length;
+      return {
+        metrics: {
+          [`${p}.lagP50`]: figures.lag.p50,
+          [`${p}.lagP99`]: figures.lag.p99,
+          [`${p}.lagMax`]: figures.lag.max,
+          [`${p}.cleanP50`]: figures.clean.p50,
+          [`${p}.cleanP99`]: figures.clean.p99,
+          [`${p}.cleanMax`]: figures.clean.max,
+          [`${p}.handoffP50`]: figures.handoff.p50,
+          [`${p}.handoffP99`]: figures.handoff.p99,
+          [`${p}.early`]: figures.early,
+          [`${p}.order`]: figures.order,
+          [`${p}.limit`]: mean * 100,
+        },
+        notes: {
+          [`${p}.lagP50`]: [
+            `${fmt(figures.lag.n)} keyed deliveries of ${fmt(e.ok)} events (${fmt(e.rate)} emits/s)`,
+            shortfall(ctx, r, total),
+          ]
+            .filter(Boolean)
+            .join('; '),
+          [`${p}.cleanP50`]: `${fmt(figures.clean.n)} not behind a failed attempt`,
+          [`${p}.handoffP50`]: `${fmt(figures.handoff.n)} handoffs`,
+          [`${p}.limit`]: `${fmt(limits.length)} samples of ${endpoints} endpoints`,
+        },
+      };
+    }),
+  );
+}
+
+/**
+ * Keyed lag, handoffs and order from the emitter's `acks` ([seq, answered at]) and the subscriber's
+ * keyed records ([path, seq, key, first attempt, first 2xx]); see keyedLagCase.
+ */
+function keyedFigures(acks, records) {
+  const ackOf = new Map(acks);
+  const lines = new Map();
+  for (const [path, seq, key, attempt, ok] of records) {
+    if (!ackOf.has(seq)) continue;
+    const line = `${path} ${key}`;
+    if (!lines.has(line)) lines.set(line, []);
+    lines.get(line).push({ seq, attempt, ok, ack: ackOf.get(seq) });
+  }
+  const lag = [];
+  const clean = [];
+  const handoff = [];
+  let early = 0;
+  let order = 0;
+  for (const line of lines.values()) {
+    // A line's events in the order their emits were acknowledged.
+    line.sort((a, b) => a.ack - b.ack);
+    let behindFailure = false;
+    for (const [i, ev] of line.entries()) {
+      if (ev.ok === null) continue;
+      const prev = line[i - 1];
+      // Waiting: acknowledged before the one before it had succeeded.
+      const waited = prev !== undefined && prev.ok !== null && ev.ack < prev.ok;
+      const failedHere = ev.ok > ev.attempt;
+      behindFailure = failedHere || (waited && behindFailure);
+      lag.push(ev.ok - ev.ack);
+      if (!behindFailure) clean.push(ev.ok - ev.ack);
+      if (prev === undefined || prev.ok === null) continue;
+      if (ev.attempt < prev.ok) early++;
+      if (ev.ok < prev.ok) order++;
+      if (waited) handoff.push(ev.attempt - prev.ok);
+    }
+  }
+  return { lag: summarize(lag), clean: summarize(clean), handoff: summarize(handoff), early, order };
+}
+
+/**
  * Rate limits: PostgreSQL, two workers, one endpoint with rate_limit 100 and a backlog larger than
  * the measured window; the rate the subscriber sees between its 100th delivery and the last.
  */
@@ -775,6 +918,16 @@ export const CASES = [
   { name: 'fanout', about: 'emit p99 with 1,000 endpoints vs 1', run: fanoutCase },
   { name: 'memory', about: 'worker RSS with a large pending backlog, then its drain', run: memoryCase },
   { name: 'ordering', about: 'drain with 0, 1,000 and 1 ordering keys', run: orderingCase },
+  {
+    name: 'keyed-lag-sqlite',
+    about: 'keyed lag under a flaky subscriber (10 % 500s), 70 % keyed over 50 keys, 3 endpoints, SQLite',
+    run: (ctx) => keyedLagCase(ctx, 'sqlite'),
+  },
+  {
+    name: 'keyed-lag-pg',
+    about: 'keyed lag under a flaky subscriber, PostgreSQL (1 API + 2 workers)',
+    run: (ctx) => keyedLagCase(ctx, 'pg'),
+  },
   { name: 'rate-limit', about: 'rate_limit 100 across 2 PostgreSQL workers', run: rateLimitCase },
   {
     name: 'producer',

@@ -49,6 +49,11 @@ function main() {
     seqStart = 0,
     graceMs = Infinity,
     orderingKeys = 0,
+    // With `keyedShare` < 1, that share of the events (at random) takes a key, the rest none.
+    keyedShare = 1,
+    // Keep each keyed emit's answer time (`acks` in the summary) and name its key in data.orderingKey,
+    // so the subscriber and the orchestrator can measure keyed lag (lib/cases.js, keyedLagCase).
+    recordAcks = false,
   } = o;
   const pool = new Pool(origin, {
     connections: rate ? (o.connections ?? 1024) : concurrency, // paced: never queue in the client
@@ -70,12 +75,19 @@ function main() {
   let lastDone = 0;
   let stopped = false;
   const waiting = new Map(); // seq → send time of emits not answered yet
+  const acks = []; // [seq, answered at] of keyed emits, with recordAcks
 
   async function once(seq) {
+    // With `orderingKeys`, events take the keys user_0…user_{n-1} in turn (docs/delivery.md), or at
+    // random when only a share of them is keyed.
+    let orderingKey = null;
+    if (orderingKeys > 0 && keyedShare >= 1) orderingKey = `user_${seq % orderingKeys}`;
+    else if (orderingKeys > 0 && Math.random() < keyedShare)
+      orderingKey = `user_${Math.floor(Math.random() * orderingKeys)}`;
     for (let attempt = 0; ; attempt++) {
-      // With `orderingKeys`, events take the keys user_0…user_{n-1} in turn (docs/delivery.md).
       const event = { tenant_id: tenant, type: EVENT_TYPE, data: eventData(seq) };
-      if (orderingKeys > 0) event.ordering_key = `user_${seq % orderingKeys}`;
+      if (orderingKey !== null) event.ordering_key = orderingKey;
+      if (orderingKey !== null && recordAcks) event.data.orderingKey = orderingKey;
       const body = JSON.stringify(event);
       const t0 = now();
       waiting.set(seq, t0);
@@ -96,6 +108,7 @@ function main() {
         if (seq - seqStart >= warmup) latencies.push(t1 - t0);
         allLatencies.push(t1 - t0);
         if (ok === warmup) warmupDoneAt = t1;
+        if (recordAcks && orderingKey !== null) acks.push([seq, t1]);
         return;
       }
       // Fills retry refusals and 429/5xx answers; an emit unanswered for a minute is not retried.
@@ -158,6 +171,7 @@ function main() {
       rate: counted > 0 ? (counted / (lastDone - from)) * 1000 : NaN,
       ...summarize(latencies.view()),
       all: summarize(allLatencies.view()),
+      ...(recordAcks ? { acks } : {}),
     };
   }
 

@@ -175,6 +175,8 @@ export async function createHookline(kind, env = {}, { api } = {}) {
       child.ready = () => waitHttpOk(`${child.origin}/readyz`, { child });
       return child;
     },
+    /** A new API key of `role` (`hookline keys create`), e.g. an instance manager's for admin routes. */
+    createKey: (role) => runHookline(['keys', 'create', '--role', role], baseEnv),
     async close() {
       // Nothing to finish (results are in), unless a profile is to be written on exit (BENCH_CPU_PROF).
       await Promise.all(children.map((c) => stop(c, process.env.BENCH_CPU_PROF ? 5000 : 0)));

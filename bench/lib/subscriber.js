@@ -3,6 +3,9 @@
 //         emit-to-delivery latency from `data.sentAt`
 //   hang  accepts the request and never answers
 //   down  does not listen (connections are refused) until told `up`
+//   flaky as ok, but answers 500 at once to 10 % of requests at random (not counted as deliveries);
+//         for keyed events (data.orderingKey) it keeps each one's first attempt and first 2xx per path
+//         (`keyed`), for keyed lag and key handoffs
 // The orchestrator asks it over IPC for counts, for the time of the n-th delivery, and to wait until
 // n deliveries have arrived (reporting a stall when none arrive for a while).
 //
@@ -37,6 +40,8 @@ export async function awaitDeliveries(subscriber, n, start, { stallMs = 60_000, 
 }
 
 const WARM_UP_POSTS = 2000;
+/** The share of requests a `flaky` subscriber answers 500. */
+const FLAKY_FAILURES = 0.1;
 
 /** Sends `count` signed ~1 KiB POSTs, 64 at a time, to this process's own server at `origin`. */
 async function warmUp(origin, count) {
@@ -56,6 +61,7 @@ function main() {
   let lastArrival = now();
   const waiters = new Set();
   let marks = new Set(); // delivery counts at which to tell the orchestrator (lib/window.js)
+  const keyed = new Map(); // `${path} ${hook-id}` → [path, seq, key, first attempt, first 2xx or null]
 
   const server = createServer((req, res) => {
     const chunks = [];
@@ -65,9 +71,15 @@ function main() {
         hanging++;
         return;
       }
+      const key = `${req.url} ${req.headers['hook-id']}`;
+      const failed = mode === 'flaky' && Math.random() < FLAKY_FAILURES;
+      if (mode === 'flaky') noteKeyed(key, req.url, chunks, failed);
+      if (failed) {
+        res.writeHead(500).end();
+        return;
+      }
       res.writeHead(204).end();
       total++;
-      const key = `${req.url} ${req.headers['hook-id']}`;
       if (seen.has(key)) return;
       seen.add(key);
       const at = now();
@@ -92,6 +104,24 @@ function main() {
     s.on('close', () => sockets.delete(s));
   });
 
+  function noteKeyed(key, path, chunks, failed) {
+    let k = keyed.get(key);
+    if (!k) {
+      let data;
+      try {
+        data = JSON.parse(Buffer.concat(chunks).toString()).data;
+      } catch {
+        return;
+      }
+      if (typeof data?.orderingKey !== 'string') return;
+      const at = now();
+      // A first attempt that succeeds has its 2xx at the same time (no failed attempt before it).
+      keyed.set(key, [path, data.seq, data.orderingKey, at, failed ? null : at]);
+      return;
+    }
+    if (!failed && k[4] === null) k[4] = now();
+  }
+
   const listen = () => new Promise((resolve) => server.listen(port, '127.0.0.1', resolve));
   const stats = () => ({
     count: arrivals.length,
@@ -107,6 +137,7 @@ function main() {
     arrivals.clear();
     latencies.clear();
     marks = new Set();
+    keyed.clear();
     total = 0;
     hanging = 0;
     lastArrival = now();
@@ -120,6 +151,8 @@ function main() {
     latency: ({ from = 1, to = arrivals.length } = {}) =>
       summarize(latencies.view().subarray(Math.max(0, from - 1), Math.min(to, latencies.length))),
     reset,
+    /** Keyed events seen (flaky mode): [path, seq, key, first attempt, first 2xx or null] each. */
+    keyed: () => [...keyed.values()],
     /** Sends {event: 'mark', k} when the k-th delivery arrives, for each k of `marks`. */
     marks: ({ marks: ks }) => {
       marks = new Set(ks);
@@ -154,7 +187,7 @@ function main() {
 
   (async () => {
     if (mode !== 'down') await listen();
-    if (mode === 'ok') {
+    if (mode === 'ok' || mode === 'flaky') {
       await warmUp(`http://127.0.0.1:${port}`, WARM_UP_POSTS);
       reset();
     }

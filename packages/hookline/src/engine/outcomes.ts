@@ -16,7 +16,13 @@ import {
   recordSuccessesThenClaim,
 } from '../store/deliveries.js';
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from '../store/delivery-stats.js';
-import { emptySettlement, lockQueues, settleQueues, type QueueSettlement } from '../store/endpoint-queues.js';
+import {
+  addAnswer,
+  emptySettlement,
+  lockQueues,
+  settleQueues,
+  type QueueSettlement,
+} from '../store/endpoint-queues.js';
 import { RETRY_AFTER_CAP_MS, retryDelay } from './backoff.js';
 import { claimOptions } from './claims.js';
 import { recordEndpointHealth, type HealthChanges, type HealthInput } from './circuit-breaker.js';
@@ -34,6 +40,8 @@ export type LoadSignal = 'fast' | 'slow' | 'congested' | 'none';
 
 interface Failure {
   delivery: ClaimedAttempt;
+  /** How long the answer took (ms); null when none came (time-out, connection error). */
+  answerMs?: number | null;
   status: number | null;
   error: string;
   /** The subscriber answered 410 Gone: it asks not to be called again. */
@@ -44,7 +52,7 @@ interface Failure {
 }
 
 export type Outcome =
-  | { kind: 'succeeded'; delivery: ClaimedAttempt; status: number; signal: LoadSignal }
+  | { kind: 'succeeded'; delivery: ClaimedAttempt; status: number; signal: LoadSignal; answerMs?: number }
   | ({ kind: 'retry'; retryAt: number; firstHeaders: string | null } & Failure)
   | ({ kind: 'dead'; deadLetter: { id: string; original: Buffer } | null } & Failure);
 
@@ -64,11 +72,14 @@ export const FAST_ANSWER_MS = 1000;
 
 /**
  * What an answer says about the endpoint's capacity: a quick 2xx is room to grow; time-outs,
- * connection errors, 5xx and 429 are congestion; other answers (4xx) say nothing about load.
+ * connection errors, 429 and 503 are congestion. Other answers, 500 and the rest of 4xx and 5xx, say
+ * nothing about load by their status: a subscriber that fails some requests quickly is not
+ * overloaded. Their answer times still count (an overloaded subscriber answers slowly, whatever it
+ * answers): store/endpoint-queues.ts, settlementAssignments.
  */
 export function loadSignal(result: AttemptResult): LoadSignal {
   if (result.ok) return result.durationMs < FAST_ANSWER_MS ? 'fast' : 'slow';
-  if (result.status === null || result.status >= 500 || result.status === 429) return 'congested';
+  if (result.status === null || result.status === 429 || result.status === 503) return 'congested';
   return 'none';
 }
 
@@ -91,9 +102,12 @@ export function judgeAttempt(
   // Backoff counts from the end of the attempt: a retry is never due before its attempt was over.
   const now = ctx.clock();
   const signal = loadSignal(result);
-  if (result.ok) return { kind: 'succeeded', delivery, status: result.status ?? 200, signal };
+  const answerMs = result.status === null ? null : result.durationMs;
+  if (result.ok)
+    return { kind: 'succeeded', delivery, status: result.status ?? 200, signal, answerMs: result.durationMs };
   const failure = {
     delivery,
+    answerMs,
     status: result.status,
     error: result.error ?? 'failed',
     gone: result.status === 410,
@@ -175,6 +189,7 @@ async function writeHealthySuccesses(
       endpoint_id: o.delivery.endpoint_id,
       tenant_id: o.delivery.tenant_id,
       fast: o.signal === 'fast',
+      answerMs: o.answerMs ?? null,
       ordering_key: o.delivery.ordering_key,
     })),
     now,
@@ -342,6 +357,7 @@ function settlements(recorded: readonly Outcome[]): QueueSettlement[] {
     }
     if (o.signal === 'fast') s.fast += 1;
     if (o.signal === 'congested') s.congested = true;
+    addAnswer(s, o.answerMs, o.kind === 'succeeded');
     if (o.kind !== 'succeeded' && o.pauseUntil !== null) {
       s.pauseUntil = Math.max(s.pauseUntil ?? 0, o.pauseUntil);
     }

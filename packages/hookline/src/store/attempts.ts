@@ -68,6 +68,8 @@ export interface SuccessRecord extends AttemptRef {
   tenant_id: string;
   /** Answered quickly: credit towards a larger limit (store/endpoint-queues.ts). */
   fast: boolean;
+  /** How long the answer took, in milliseconds (the adaptive limit's latency signal); null: not known. */
+  answerMs: number | null;
   /** A keyed delivery's success lets the next of its line go. */
   ordering_key: string | null;
 }

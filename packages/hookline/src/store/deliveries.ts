@@ -7,6 +7,7 @@ import {
   blobFromHex,
   forUpdate,
   jsonRecords,
+  least,
   limitParam,
   notIndexed,
   placeholders,
@@ -18,6 +19,7 @@ import { reopenDeadLetters } from './dead-letters.js';
 import type { AttemptRef, ClaimOptions, ClaimedAttempt, FencedRow, SuccessRecord } from './attempts.js';
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from './delivery-stats.js';
 import {
+  addAnswer,
   arrivalsOf,
   clearQueue,
   emptySettlement,
@@ -231,8 +233,11 @@ async function writeDeliveries(
 }
 
 /**
- * The heads of lines ended (succeeded, dead): the next held delivery of each line becomes pending, due
- * now. Run after the queue rows are locked and the heads' new status written, in the same transaction.
+ * The heads of lines ended (succeeded, dead): the next held delivery of each line becomes pending. It
+ * keeps the due time it was fanned out with (never later than now), so the claims' oldest-due-first
+ * order takes it ahead of the endpoint's work that arrived after it: released "due now", it waited
+ * behind the whole backlog (docs/architecture.md, "Ordering keys"). Run after the queue rows are
+ * locked and the heads' new status written, in the same transaction.
  */
 export async function advanceLines(
   q: Queryable,
@@ -247,15 +252,16 @@ export async function advanceLines(
   if (lines.size === 0) return;
   const t = jsonRecords(q.dialect, 2, LINE_COLUMNS);
   // A line whose head ended has no other pending or delivering row: its first open row is the next.
-  const promoted = await q.all<{ endpoint_id: string }>(
-    `UPDATE deliveries SET status = 'pending', next_attempt_at = $1, updated_at = $1
+  const promoted = await q.all<{ endpoint_id: string; next_attempt_at: number | string }>(
+    `UPDATE deliveries SET status = 'pending',
+       next_attempt_at = ${least(q.dialect, 'next_attempt_at', 'CAST($1 AS BIGINT)')}, updated_at = $1
      WHERE id IN (
        SELECT (SELECT d.id FROM deliveries d
                WHERE d.endpoint_id = t.item_endpoint AND d.ordering_key = t.item_key AND d.${OPEN_IN_LINE}
                ORDER BY d.ordering_seq LIMIT 1)
        FROM ${t})
        AND status = 'held'
-     RETURNING endpoint_id`,
+     RETURNING endpoint_id, next_attempt_at`,
     [
       now,
       JSON.stringify(
@@ -263,13 +269,12 @@ export async function advanceLines(
       ),
     ],
   );
-  // Already counted in `queued` while held: only the due time moves.
+  // Already counted in `queued` while held: only the due time moves, to the earliest released.
   await enqueue(
     q,
-    arrivalsOf(promoted.map((r) => ({ endpoint_id: r.endpoint_id, next_attempt_at: now }))).map((a) => ({
-      ...a,
-      count: 0,
-    })),
+    arrivalsOf(
+      promoted.map((r) => ({ endpoint_id: r.endpoint_id, next_attempt_at: Number(r.next_attempt_at) })),
+    ).map((a) => ({ ...a, count: 0 })),
   );
 }
 
@@ -398,6 +403,7 @@ async function recordSuccessesWithin(
     const q = settlements.get(row.endpoint_id) ?? emptySettlement(row.endpoint_id);
     q.finished += 1;
     if (item.fast) q.fast += 1;
+    addAnswer(q, item.answerMs, true);
     settlements.set(row.endpoint_id, q);
   }
   await addStats(tx, stats.values());

@@ -22,6 +22,12 @@ export interface EndpointQueueRow {
   concurrency_credit: number;
   slow_start_threshold: number;
   last_decrease_at: number | null;
+  /** Recent answer time, ms: a moving average over about the last RECENT_ANSWERS answers. */
+  answer_ms_recent: number | null;
+  /** The least 2xx answer time seen, ms, forgotten slowly (FLOOR_ANSWERS): the time without a queue. */
+  answer_ms_floor: number | null;
+  /** Since when the recent answer time has been above what the floor allows; null while it is not. */
+  answer_slow_since: number | null;
   paused_until: number | null;
   /** The endpoint's rate_limit as the rate limiter uses it (GCRA): microseconds between attempts… */
   rate_interval_us: number | null;
@@ -101,10 +107,15 @@ export interface QueueSettlement {
   requeuedDue: number | null;
   /** 2xx answers that came quickly: each is credit towards a larger limit. */
   fast: number;
-  /** A time-out, connection error, 5xx or 429 was among them: halve the limit. */
+  /** A time-out, connection error, 429 or 503 was among them: halve the limit. */
   congested: boolean;
   /** A 429/503 asked to wait (Retry-After): the whole endpoint pauses until then. */
   pauseUntil: number | null;
+  /** Attempts that got an answer (any status), and the sum of their answer times: the latency signal. */
+  answers: number;
+  answerMsSum: number;
+  /** The quickest 2xx among them. */
+  answerMsMin: number | null;
 }
 
 /** A settlement of nothing yet, to count a flush's outcomes into. */
@@ -117,31 +128,117 @@ export function emptySettlement(endpointId: string): QueueSettlement {
     fast: 0,
     congested: false,
     pauseUntil: null,
+    answers: 0,
+    answerMsSum: 0,
+    answerMsMin: null,
   };
 }
 
-/** The limit is halved at most once per this long, however many failures report the same congestion. */
+/**
+ * Counts one attempt's answer time into a settlement (null: no answer, a time-out or connection
+ * error). Only 2xx answers make the floor: a subscriber refusing some requests at once (a 401 from its
+ * gateway) says nothing about how long its work takes.
+ */
+export function addAnswer(s: QueueSettlement, answerMs: number | null | undefined, ok: boolean): void {
+  if (answerMs === null || answerMs === undefined) return;
+  s.answers += 1;
+  s.answerMsSum += answerMs;
+  if (ok) s.answerMsMin = s.answerMsMin === null ? answerMs : Math.min(s.answerMsMin, answerMs);
+}
+
+/** The limit comes down at most once per this long, however many answers report the same overload. */
 export const DECREASE_INTERVAL_MS = 1000;
+/** The recent answer time averages about this many answers (a flush of n moves it n/this of the way). */
+export const RECENT_ANSWERS = 8;
+/**
+ * The floor, the least 2xx answer time seen, drifts up towards later ones over about this many answers
+ * while the endpoint is not queueing, so that a subscriber whose answers became slower for good (it
+ * moved farther away) gets its limit back in time; a quicker answer lowers it at once.
+ */
+export const FLOOR_ANSWERS = 10_000;
+/**
+ * Queueing is a recent answer time above ANSWER_TOLERANCE × the floor + ANSWER_SLACK_MS: answers
+ * taking twice as long as without a queue, and some more. The slack is for subscribers answering in
+ * a millisecond or two, whose answer times a worker's own pause (a busy event loop, a garbage
+ * collection) would otherwise double, and for a few slower kinds of event among quick ones.
+ */
+export const ANSWER_TOLERANCE = 2;
+export const ANSWER_SLACK_MS = 50;
+/**
+ * Answers must stay that slow for this long before the limit comes down: a queue at the subscriber
+ * lasts, while a pause of the worker itself (its event loop or its machine busy for a moment) makes
+ * every answer of that moment look slow and then passes.
+ */
+export const QUEUEING_PERSIST_MS = 500;
+
+/** An integer no larger than `x` (x ≥ 0): PostgreSQL's cast rounds, SQLite's truncates. */
+const floorInt = (d: Queryable['dialect'], x: string) =>
+  d === 'postgres' ? `CAST(FLOOR(${x}) AS INTEGER)` : `CAST(${x} AS INTEGER)`;
+
+const allowance = (floor: string) => `(${floor} * ${ANSWER_TOLERANCE} + ${ANSWER_SLACK_MS})`;
 
 /**
- * Records a flush's outcomes in the endpoints' queues: in-flight counts go down, retries return to
- * the queue, and the adaptive limit moves, additive increase and multiplicative decrease as in TCP
- * (docs/architecture.md, "Adaptive concurrency"): below the slow-start threshold each fast success
- * adds one, above it the limit grows by one per limit's worth of fast successes; congestion halves
- * it (at most once per DECREASE_INTERVAL_MS) and lowers the threshold to the halved value.
+ * The answer-time figures a settlement leaves, as SQL over the row's old values and the flush's
+ * `t.item_answers`, `t.item_answer_us` (their sum) and `t.item_answer_min_us` (the least 2xx): the
+ * recent time moves towards the flush's mean; the floor drops to the flush's least 2xx, or drifts up
+ * towards it while the recent time (before this flush) is within the allowance. Every assignment of one UPDATE reads the
+ * old row, so these are spelled out wherever they are used.
  */
+function answerTimes(d: Queryable['dialect']): { recent: string; floor: string } {
+  const n = 't.item_answers';
+  const mean = `(t.item_answer_us / 1000.0 / ${n})`;
+  const least1 = (x: string) => least(d, '1.0', x);
+  const old = 'endpoint_queues.answer_ms_recent';
+  const recent = `(CASE WHEN ${n} = 0 THEN ${old} WHEN ${old} IS NULL THEN ${mean}
+    ELSE ${old} + (${mean} - ${old}) * ${least1(`${n} / ${RECENT_ANSWERS}.0`)} END)`;
+  const oldFloor = 'endpoint_queues.answer_ms_floor';
+  const min = '(t.item_answer_min_us / 1000.0)';
+  const floor = `(CASE WHEN t.item_answer_min_us IS NULL THEN ${oldFloor}
+    WHEN ${oldFloor} IS NULL OR ${min} < ${oldFloor} THEN ${min}
+    WHEN ${old} > ${allowance(oldFloor)} THEN ${oldFloor}
+    ELSE ${oldFloor} + (${min} - ${oldFloor}) * ${least1(`${n} / ${FLOOR_ANSWERS}.0`)} END)`;
+  return { recent, floor };
+}
+
 /**
  * The assignments of a settlement, reading its figures from `t.item_finished`, `t.item_requeued`,
- * `t.item_due`, `t.item_fast`, `t.item_congested` and `t.item_pause`, the ceiling from `ceiling` and
- * the time from `now` (SQL expressions): shared by settleQueues and PostgreSQL's one-statement flush.
+ * `t.item_due`, `t.item_fast`, `t.item_congested`, `t.item_pause` and the answer times (answerTimes),
+ * the ceiling from `ceiling` and the time from `now` (SQL expressions): shared by settleQueues and
+ * PostgreSQL's one-statement flush.
+ *
+ * The adaptive limit (docs/architecture.md, "Adaptive concurrency") tells overload from errors. It
+ * comes down on congestion (a time-out, connection error, 429 or 503: halved) and on a queue at the
+ * subscriber (the recent answer time above ANSWER_TOLERANCE × the floor + ANSWER_SLACK_MS for
+ * QUEUEING_PERSIST_MS: cut to the share of the two, at most by half), at most once per
+ * DECREASE_INTERVAL_MS, the slow-start threshold following it down; while answers are that slow it
+ * does not grow. Other answers, a fast 500 among them, say nothing about load. Otherwise it grows as
+ * TCP's window does: below the slow-start threshold each fast success adds one, above it one per
+ * limit's worth of fast successes.
  */
-export function settlementAssignments(d: Queryable['dialect'], ceiling: string, now: string): string {
+export function settlementAssignments(
+  d: Queryable['dialect'],
+  ceiling: string,
+  now: string,
+  /** `t.item_recent` and `t.item_floor` hold answerTimes already (settleQueues on SQLite). */
+  precomputed = false,
+): string {
   const limit = 'endpoint_queues.concurrency_limit';
   const credit = 'endpoint_queues.concurrency_credit';
   const threshold = 'endpoint_queues.slow_start_threshold';
-  const decrease = `(t.item_congested = 1 AND (endpoint_queues.last_decrease_at IS NULL
+  const slowSince = 'endpoint_queues.answer_slow_since';
+  const { recent, floor } = precomputed ? { recent: 't.item_recent', floor: 't.item_floor' } : answerTimes(d);
+  const allowed = allowance(floor);
+  const slow = `(t.item_answers > 0 AND ${recent} > ${allowed})`;
+  const queueing = `(${slow} AND ${slowSince} IS NOT NULL AND ${slowSince} <= ${now} - ${QUEUEING_PERSIST_MS})`;
+  const hold = `(t.item_congested = 1 OR ${slow})`;
+  const decrease = `((t.item_congested = 1 OR ${queueing}) AND (endpoint_queues.last_decrease_at IS NULL
     OR endpoint_queues.last_decrease_at <= ${now} - ${DECREASE_INTERVAL_MS}))`;
-  const halved = greatest(d, '1', `${limit} / 2`);
+  const decreased = greatest(
+    d,
+    '1',
+    `CASE WHEN t.item_congested = 1 THEN ${limit} / 2
+      ELSE ${floorInt(d, `${limit} * ${greatest(d, '0.5', `${allowed} / ${greatest(d, recent, '0.001')}`)}`)} END`,
+  );
   const slowStart = `(${limit} < ${threshold})`;
   const additive = `(${credit} + t.item_fast >= ${limit})`;
   return `in_flight = ${greatest(d, '0', 'endpoint_queues.in_flight - t.item_finished')},
@@ -149,21 +246,63 @@ export function settlementAssignments(d: Queryable['dialect'], ceiling: string, 
        next_due_at = CASE WHEN t.item_due IS NULL THEN endpoint_queues.next_due_at
          ELSE ${earlier('endpoint_queues.next_due_at', 't.item_due')} END,
        concurrency_limit = CASE
-         WHEN ${decrease} THEN ${halved}
-         WHEN t.item_congested = 1 OR t.item_fast = 0 THEN ${least(d, limit, ceiling)}
+         WHEN ${decrease} THEN ${decreased}
+         WHEN ${hold} OR t.item_fast = 0 THEN ${least(d, limit, ceiling)}
          WHEN ${slowStart} THEN ${least(d, `${limit} + t.item_fast`, threshold, ceiling)}
          WHEN ${additive} THEN ${least(d, `${limit} + 1`, ceiling)}
          ELSE ${least(d, limit, ceiling)} END,
        concurrency_credit = CASE
-         WHEN t.item_congested = 1 OR ${slowStart} THEN 0
+         WHEN ${hold} OR ${slowStart} THEN 0
          WHEN t.item_fast = 0 THEN ${credit}
          WHEN ${additive} THEN ${credit} + t.item_fast - ${limit}
          ELSE ${credit} + t.item_fast END,
-       slow_start_threshold = CASE WHEN ${decrease} THEN ${halved} ELSE ${threshold} END,
+       slow_start_threshold = CASE WHEN ${decrease} THEN ${decreased} ELSE ${threshold} END,
        last_decrease_at = CASE WHEN ${decrease} THEN ${now} ELSE endpoint_queues.last_decrease_at END,
+       answer_ms_recent = ${recent},
+       answer_ms_floor = ${floor},
+       answer_slow_since = CASE WHEN t.item_answers = 0 THEN ${slowSince}
+         WHEN ${slow} THEN COALESCE(${slowSince}, ${now}) END,
        paused_until = CASE WHEN t.item_pause IS NOT NULL
          AND (endpoint_queues.paused_until IS NULL OR t.item_pause > endpoint_queues.paused_until)
          THEN t.item_pause ELSE endpoint_queues.paused_until END`;
+}
+
+/** The columns of a settlement's rows (`t`), as settleQueues passes them. */
+const SETTLEMENT_COLUMNS = {
+  item_endpoint: 'text',
+  item_finished: 'int',
+  item_requeued: 'int',
+  item_due: 'bigint',
+  item_fast: 'int',
+  item_congested: 'int',
+  item_pause: 'bigint',
+  item_answers: 'int',
+  item_answer_us: 'bigint',
+  item_answer_min_us: 'bigint',
+} as const;
+
+const SETTLE_SQL: Partial<Record<Queryable['dialect'], string>> = {};
+
+function settleStatement(d: Queryable['dialect']): string {
+  const items = jsonRecords(d, 1, SETTLEMENT_COLUMNS);
+  const now = 'CAST($3 AS BIGINT)';
+  // No lock of its own. A CTE that locked the rows again here was, on SQLite, evaluated once more for
+  // every row updated: 2.2 ms for a flush across 64 endpoints (bench/HISTORY.md, "Session of run R").
+  if (d === 'postgres')
+    return `UPDATE endpoint_queues SET ${settlementAssignments(d, '$2', now)}
+      FROM ${items} WHERE endpoint_queues.endpoint_id = t.item_endpoint`;
+  // On SQLite the rows are read out of their JSON once, and the new answer times worked out once per
+  // row, before the UPDATE (MATERIALIZED): flattened into it, every mention of a column of `t` parsed
+  // its JSON element again and every assignment that reads the answer times worked them out again
+  // (4-5× the time of a settlement without them). SQLite's one writer is this transaction's, so the
+  // queue row read there is the row updated; PostgreSQL reads them inline (record-successes.ts must).
+  const { recent, floor } = answerTimes(d);
+  return `WITH i AS MATERIALIZED (SELECT * FROM ${items}),
+    t AS MATERIALIZED (
+      SELECT t.*, ${recent} AS item_recent, ${floor} AS item_floor
+      FROM i AS t JOIN endpoint_queues ON endpoint_queues.endpoint_id = t.item_endpoint)
+    UPDATE endpoint_queues SET ${settlementAssignments(d, '$2', now, true)}
+    FROM t WHERE endpoint_queues.endpoint_id = t.item_endpoint`;
 }
 
 /**
@@ -179,37 +318,26 @@ export async function settleQueues(
 ): Promise<void> {
   if (settlements.length === 0) return;
   const d = q.dialect;
-  const items = jsonRecords(d, 1, {
-    item_endpoint: 'text',
-    item_finished: 'int',
-    item_requeued: 'int',
-    item_due: 'bigint',
-    item_fast: 'int',
-    item_congested: 'int',
-    item_pause: 'bigint',
-  });
-  // No lock of its own. A CTE that locked the rows again here was, on SQLite, evaluated once more for
-  // every row updated: 2.2 ms for a flush across 64 endpoints (bench/HISTORY.md, "Session of run R").
-  await q.run(
-    `UPDATE endpoint_queues SET ${settlementAssignments(d, '$2', 'CAST($3 AS BIGINT)')}
-     FROM ${items}
-     WHERE endpoint_queues.endpoint_id = t.item_endpoint`,
-    [
-      JSON.stringify(
-        settlements.map((s) => ({
-          item_endpoint: s.endpoint_id,
-          item_finished: s.finished,
-          item_requeued: s.requeued,
-          item_due: s.requeuedDue,
-          item_fast: s.fast,
-          item_congested: s.congested ? 1 : 0,
-          item_pause: s.pauseUntil,
-        })),
-      ),
-      ceiling,
-      now,
-    ],
-  );
+  // Built once per dialect: the statement is the same for every flush.
+  const sql = (SETTLE_SQL[d] ??= settleStatement(d));
+  await q.run(sql, [
+    JSON.stringify(
+      settlements.map((s) => ({
+        item_endpoint: s.endpoint_id,
+        item_finished: s.finished,
+        item_requeued: s.requeued,
+        item_due: s.requeuedDue,
+        item_fast: s.fast,
+        item_congested: s.congested ? 1 : 0,
+        item_pause: s.pauseUntil,
+        item_answers: s.answers,
+        item_answer_us: Math.round(s.answerMsSum * 1000),
+        item_answer_min_us: s.answerMsMin === null ? null : Math.round(s.answerMsMin * 1000),
+      })),
+    ),
+    ceiling,
+    now,
+  ]);
 }
 
 /** Pauses endpoints until the given times (an open circuit); a longer pause already set stays. */
@@ -254,6 +382,7 @@ export async function setQueueActive(
     `INSERT INTO endpoint_queues (endpoint_id) VALUES ($1)
      ON CONFLICT (endpoint_id) DO UPDATE SET active = 1, paused_until = NULL, last_decrease_at = NULL,
        concurrency_limit = ${INITIAL_CONCURRENCY}, concurrency_credit = 0,
+       answer_ms_recent = NULL, answer_ms_floor = NULL, answer_slow_since = NULL,
        slow_start_threshold = ${INITIAL_SLOW_START_THRESHOLD},
        next_due_at = CASE WHEN endpoint_queues.queued > 0 THEN $2 ELSE endpoint_queues.next_due_at END`,
     [endpointId, now],

@@ -3,12 +3,14 @@
 // first succeed in emit order; unkeyed events keep flowing while a key's head is retried; a dead head
 // lets the next go, and its replay joins the back of the line.
 import { afterEach, describe, expect, it } from 'vitest';
-import { eventually } from '../helpers/receiver.js';
+import { eventually, startReceiver } from '../helpers/receiver.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { STORE_KINDS } from '../helpers/stores.js';
 import {
   emitRounds,
   expectEmitOrder,
+  keyName,
+  seeded,
   startOrderedSubscriber,
   type OrderedSubscriber,
   waitForDeliveries,
@@ -53,6 +55,64 @@ describe.each(STORE_KINDS)('ordered delivery on %s', (kind) => {
     // Failures really happened, so the order was kept through retries, not by luck.
     expect(subs[0]!.receiver.requests.length).toBeGreaterThan(total * 1.1);
     // Seconds on an idle machine; the margin is for a loaded one, and a stall fails sooner, saying why.
+  }, 60_000);
+
+  it("with a subscriber failing 10 % at random, a line's next goes before the newer unkeyed backlog", async () => {
+    // One attempt at a time (the ceiling), so the subscriber sees the order claims took: after each
+    // success of a keyed event, the next claim must take the next of its line (or another keyed
+    // delivery), never an unkeyed one emitted after it (docs/delivery.md, "Ordered delivery").
+    const random = seeded(36);
+    const log: { key: string | null; n: number; ok: boolean }[] = [];
+    const receiver = await startReceiver((request) => {
+      const { key, n } = (JSON.parse(request.body) as { data: { key: string | null; n: number } }).data;
+      const ok = random() >= 0.1;
+      log.push({ key, n, ok });
+      return { status: ok ? 200 : 500, delayMs: 1 };
+    });
+    cleanup.push(() => receiver.close());
+    const t = await startTestService(kind, {
+      worker: true,
+      env: { HOOKLINE_ENDPOINT_CONCURRENCY: '1', HOOKLINE_MAX_RETRIES: '40', HOOKLINE_RETRY_MAX_MS: '100' },
+    });
+    cleanup.push(() => t.close());
+    await createEndpoint(t, { url: receiver.url, events: ['*'] });
+    const emit = emitter(t);
+    const keys = 3;
+    const events = 5;
+    await emitRounds(emit, { keys, events });
+    // The unkeyed backlog reaches the endpoint after every keyed delivery: their due times are later.
+    const db = t.service.ctx.db;
+    const fannedOut = await eventually(async () => {
+      const row = await db.one<{ n: number | string; at: number | string | null }>(
+        'SELECT COUNT(*) AS n, MAX(created_at) AS at FROM deliveries WHERE ordering_key IS NOT NULL',
+      );
+      return Number(row!.n) === keys * events && Number(row!.at);
+    });
+    await eventually(() => Date.now() > fannedOut);
+    const unkeyed = 300;
+    for (let i = 0; i < unkeyed; i += 50) {
+      await Promise.all(
+        Array.from({ length: 50 }, (_, j) => emit({ type: 'user.updated', data: { key: null, n: i + j } })),
+      );
+    }
+    await eventually(() => log.filter((r) => r.ok).length >= keys * events + unkeyed, 60_000);
+    const firstOk = (key: string, n: number) => log.findIndex((r) => r.key === key && r.n === n && r.ok);
+    for (let k = 0; k < keys; k++) {
+      const key = keyName(k);
+      // In emit order, one at a time: no attempt of an event before the one before it succeeded.
+      const attempts = log.filter((r) => r.key === key).map((r) => r.n);
+      expect(attempts, `attempts of ${key}`).toEqual([...attempts].sort((a, b) => a - b));
+      for (let n = 1; n < events; n++) {
+        const released = firstOk(key, n - 1);
+        const next = log.findIndex((r) => r.key === key && r.n === n);
+        const between = log.slice(released + 1, next).filter((r) => r.key === null);
+        expect(between, `unkeyed attempts between ${key} #${n - 1}'s success and #${n}`).toEqual([]);
+      }
+    }
+    // The lines ran while the unkeyed backlog waited: they did not just happen to finish first.
+    const lastKeyed = Math.max(...Array.from({ length: keys }, (_, k) => firstOk(keyName(k), events - 1)));
+    expect(log.slice(lastKeyed).some((r) => r.key === null)).toBe(true);
+    expect(log.some((r) => !r.ok)).toBe(true);
   }, 60_000);
 
   it('unkeyed events and other keys keep flowing while a key waits on its retried head', async () => {

@@ -66,6 +66,7 @@ describe.runIf(STORE_KINDS.includes('postgres'))('a claim racing a line advance 
               endpoint_id: endpoint,
               tenant_id: 'acme',
               fast: true,
+              answerMs: null,
               ordering_key: 'k1',
             },
           ],

@@ -338,6 +338,7 @@ describe.each(STORE_KINDS)('delivery queue transitions on %s', (kind) => {
         endpoint_id: 'ep-a',
         tenant_id: 'acme',
         fast: false,
+        answerMs: null,
         ordering_key: null,
       });
       const next = { now: T0 + 20, leaseUntil: T0 + 20 + LEASE_MS, limit: 100, ceiling: CEILING };

@@ -15,6 +15,7 @@ import {
   DECREASE_INTERVAL_MS,
   INITIAL_CONCURRENCY,
   INITIAL_SLOW_START_THRESHOLD,
+  QUEUEING_PERSIST_MS,
   enqueue,
   nextReadyAt,
   pauseQueues,
@@ -197,6 +198,108 @@ describe.each(STORE_KINDS)('endpoint queues on %s', (kind) => {
       expect(await adaptive(db, 'ep-a')).toEqual([5, 16, 4]);
     });
 
+    /**
+     * Flushes of a subscriber whose answer time is `base + perInFlight × n` for the n-th request in
+     * flight, with every slot of the limit in use: each flush answers `limit` requests, 100 ms apart.
+     * Answers the limits seen after each flush.
+     */
+    const simulate = async (
+      db: Db,
+      o: { flushes: number; base: number; perInFlight: number; failEvery?: number; from?: number },
+      ceiling: number,
+    ) => {
+      const limits: number[] = [];
+      for (let i = o.from ?? 0; i < (o.from ?? 0) + o.flushes; i++) {
+        const limit = (await queueOf(db, 'ep-a')).concurrency_limit;
+        const times = Array.from({ length: limit }, (_, n) => o.base + o.perInFlight * (n + 1));
+        // Every failEvery-th answer is a fast 500: an answer, but neither a success nor congestion.
+        const failed = o.failEvery ? times.filter((_, n) => (i * limit + n) % o.failEvery! === 0).length : 0;
+        await settle(
+          db,
+          'ep-a',
+          {
+            finished: limit,
+            fast: limit - failed,
+            answers: limit,
+            answerMsSum: times.reduce((a, b) => a + b, 0),
+            answerMsMin: Math.min(...times),
+          },
+          T0 + i * 100,
+          ceiling,
+        );
+        limits.push((await queueOf(db, 'ep-a')).concurrency_limit);
+      }
+      return limits;
+    };
+
+    it('answers slowing as more are in flight bring the limit down, and it settles where they stop', async () => {
+      const { db } = store;
+      await addEndpoint(db, 'ep-a');
+      // 2 ms plus 10 ms per request in flight: without a queue a request takes 12 ms, which the floor
+      // learns; the limit grows from 8 while the mean answer (2 + 10 (L + 1) / 2 ms) stays within
+      // twice the floor plus the slack (74 ms), and settles there: L ≈ 13.
+      const limits = await simulate(db, { flushes: 60, base: 2, perInFlight: 10 }, 64);
+      const q = await queueOf(db, 'ep-a');
+      expect(q.answer_ms_floor).toBeCloseTo(12, 0);
+      expect(q.slow_start_threshold).toBeLessThan(INITIAL_SLOW_START_THRESHOLD);
+      expect(Math.max(...limits)).toBeGreaterThan(INITIAL_CONCURRENCY);
+      expect(Math.max(...limits.slice(-40))).toBeLessThanOrEqual(16);
+      expect(Math.min(...limits.slice(-40))).toBeGreaterThanOrEqual(10);
+    });
+
+    it('a subscriber that starts queueing brings a limit at its ceiling down within seconds', async () => {
+      const { db } = store;
+      await addEndpoint(db, 'ep-a');
+      // Quick at any load (1-3 ms): the limit goes to the ceiling…
+      const quick = await simulate(db, { flushes: 20, base: 1, perInFlight: 0.03 }, 64);
+      expect(quick.at(-1)).toBe(64);
+      // …then each request in flight costs 10 ms more: cut at most once a second, at most by half
+      // (64 → 32 → 16 → …), then held where the answers are within the allowance (2 × ~1 ms + 50 ms).
+      const slow = await simulate(db, { flushes: 80, base: 2, perInFlight: 10, from: 20 }, 64);
+      expect(slow.slice(0, 9).every((l) => l >= 32)).toBe(true);
+      expect(Math.max(...slow.slice(-40))).toBeLessThanOrEqual(10);
+      expect(Math.min(...slow.slice(-40))).toBeGreaterThanOrEqual(6);
+      // The stored figures say why: the recent answer time is near the allowance, the floor quick.
+      const q = await queueOf(db, 'ep-a');
+      expect(q.answer_ms_floor!).toBeLessThan(2);
+      expect(q.answer_ms_recent!).toBeLessThan(60);
+    });
+
+    it('a moment of slow answers (the worker paused) leaves the limit; slow answers that last cut it', async () => {
+      const { db } = store;
+      await addEndpoint(db, 'ep-a');
+      const answers = (count: number, ms: number) => ({
+        finished: count,
+        fast: count,
+        answers: count,
+        answerMsSum: count * ms,
+        answerMsMin: ms,
+      });
+      await settle(db, 'ep-a', answers(12, 2), T0);
+      expect(await adaptive(db, 'ep-a')).toEqual([20, 0, INITIAL_SLOW_START_THRESHOLD]);
+      // Every answer of one moment took 200 ms: slow, but not for long. No growth, no cut.
+      await settle(db, 'ep-a', answers(8, 200), T0 + 100);
+      expect(await queueOf(db, 'ep-a')).toMatchObject({ concurrency_limit: 20, answer_slow_since: T0 + 100 });
+      await settle(db, 'ep-a', answers(8, 2), T0 + 700);
+      expect(await queueOf(db, 'ep-a')).toMatchObject({ concurrency_limit: 28, answer_slow_since: null });
+      // Slow from T0 + 1000 on: cut once it has lasted QUEUEING_PERSIST_MS, to the allowance's share.
+      await settle(db, 'ep-a', answers(8, 200), T0 + 1000);
+      await settle(db, 'ep-a', answers(8, 200), T0 + 1000 + QUEUEING_PERSIST_MS - 1);
+      expect(await adaptive(db, 'ep-a')).toEqual([28, 0, INITIAL_SLOW_START_THRESHOLD]);
+      await settle(db, 'ep-a', answers(8, 200), T0 + 1000 + QUEUEING_PERSIST_MS);
+      // Allowance 2 × 2 ms + 50 ms = 54 ms of 200: more than halved, so halved.
+      expect(await adaptive(db, 'ep-a')).toEqual([14, 0, 14]);
+    });
+
+    it('quick answers keep the limit growing to the ceiling, fast 500s among them', async () => {
+      const { db } = store;
+      await addEndpoint(db, 'ep-a');
+      // A subscriber answering in 1-3 ms whatever the load, one answer in ten a 500.
+      const limits = await simulate(db, { flushes: 40, base: 1, perInFlight: 0.03, failEvery: 10 }, 64);
+      expect(limits.at(-1)).toBe(64);
+      expect((await queueOf(db, 'ep-a')).slow_start_threshold).toBe(INITIAL_SLOW_START_THRESHOLD);
+    });
+
     it('pauses until the later of the old and the new pause', async () => {
       const { db } = store;
       await addEndpoint(db, 'ep-a');
@@ -255,7 +358,13 @@ describe.each(STORE_KINDS)('endpoint queues on %s', (kind) => {
     await addEndpoint(db, 'ep-a');
     await addEndpoint(db, 'ep-empty');
     await addDeliveries(db, 'ep-a', dueTimes(3, T0 - 100));
-    await settle(db, 'ep-a', { congested: true, pauseUntil: T0 + 60_000 }, T0);
+    await settle(
+      db,
+      'ep-a',
+      { congested: true, pauseUntil: T0 + 60_000, answers: 1, answerMsSum: 40, answerMsMin: 40 },
+      T0,
+    );
+    expect(await queueOf(db, 'ep-a')).toMatchObject({ answer_ms_recent: 40, answer_ms_floor: 40 });
     await setQueueActive(db, 'ep-a', false, T0);
     expect(await queueOf(db, 'ep-a')).toMatchObject({ active: 0, queued: 3, ready_at: null });
     await setQueueActive(db, 'ep-a', true, T0 + 10);
@@ -268,6 +377,10 @@ describe.each(STORE_KINDS)('endpoint queues on %s', (kind) => {
       concurrency_credit: 0,
       slow_start_threshold: INITIAL_SLOW_START_THRESHOLD,
       last_decrease_at: null,
+      // The subscriber may have changed while its endpoint was off: its answer times are learnt anew.
+      answer_ms_recent: null,
+      answer_ms_floor: null,
+      answer_slow_since: null,
       paused_until: null,
       rate_interval_us: null,
       rate_tolerance_us: null,

@@ -67,6 +67,7 @@ describe.each(STORE_KINDS)('ordering lines on %s', (kind) => {
         endpoint_id: c.endpoint_id,
         tenant_id: 'acme',
         fast: true,
+        answerMs: null,
         ordering_key: c.ordering_key,
       })),
       T0 + 10,
@@ -106,6 +107,7 @@ describe.each(STORE_KINDS)('ordering lines on %s', (kind) => {
           endpoint_id: 'ep-a',
           tenant_id: 'acme',
           fast: true,
+          answerMs: null,
           ordering_key: 'k1',
         },
       ],
@@ -134,11 +136,54 @@ describe.each(STORE_KINDS)('ordering lines on %s', (kind) => {
     // Only k1's head succeeds: k1's next goes, k2 stays as it was.
     await succeed(first.filter((c) => c.id === ids[0]));
     expect(await statuses(ids)).toEqual(['succeeded', 'delivering', 'pending', 'held', 'held', 'delivering']);
-    expect(await queueOf(db, 'ep-a')).toMatchObject({ queued: 3, next_due_at: T0 + 10 });
+    // Due when it was fanned out, not when it was let go: the queue's next due time follows it.
+    expect(await queueOf(db, 'ep-a')).toMatchObject({ queued: 3, next_due_at: T0 - 1000 });
     const second = await claimAt(db, T0 + 10, 100);
     expect(idsOf(second)).toEqual([ids[2]]);
     await succeed(second);
     expect(await statuses([ids[4]!])).toEqual(['pending']);
+  });
+
+  it('the next of a line, let go, is claimed before the unkeyed work that arrived after it', async () => {
+    const { db } = store;
+    await addEndpoint(db, 'ep-a');
+    // A line of three, fanned out first; then a backlog of newer unkeyed deliveries.
+    const line = await addDeliveries(db, 'ep-a', dueTimes(3, T0 - 1000), 'k', ['k', 'k', 'k']);
+    const unkeyed = await addDeliveries(db, 'ep-a', dueTimes(20, T0 - 500), 'u');
+    // One attempt at a time: the claim takes the oldest due delivery, the line's head.
+    const [head] = await claimAt(db, T0, 1);
+    expect(head!.id).toBe(line[0]);
+    await succeed([head!]);
+    // Let go at T0 + 10, the next of the line keeps its own due time (T0 - 1000), older than every
+    // unkeyed one: the next claim of one takes it, not the backlog.
+    expect((await deliveriesOf(db, [line[1]!]))[0]).toMatchObject({
+      status: 'pending',
+      next_attempt_at: T0 - 1000,
+    });
+    expect(await queueOf(db, 'ep-a')).toMatchObject({ next_due_at: T0 - 1000 });
+    const [next] = await claimAt(db, T0 + 10, 1);
+    expect(next!.id).toBe(line[1]);
+    // A death lets the third go the same way.
+    await db.transaction(async (tx) => {
+      const rows = await failDeliveries(
+        tx,
+        [
+          {
+            id: next!.id,
+            attempt: next!.attempts,
+            status: 500,
+            error: 'HTTP 500',
+            retryAt: null,
+            firstHeaders: null,
+          },
+        ],
+        T0 + 20,
+      );
+      await advanceLines(tx, rows, T0 + 20);
+    });
+    const [third] = await claimAt(db, T0 + 20, 1);
+    expect(third!.id).toBe(line[2]);
+    expect(await statuses(unkeyed)).toEqual(unkeyed.map(() => 'pending'));
   });
 
   it('a retry keeps its place at the head; a death ends it and the next goes', async () => {

@@ -150,6 +150,7 @@ describe.runIf(STORE_KINDS.includes('postgres'))('PostgreSQL plans of the queue 
           endpoint_id: 'ep-a',
           tenant_id: 'acme',
           fast: true,
+          answerMs: null,
           ordering_key: null,
         },
       ],

@@ -15,6 +15,7 @@ import * as m011 from './011-signature-schemes.js';
 import * as m012 from './012-test-messages.js';
 import * as m013 from './013-trace-context.js';
 import * as m014 from './014-hashed-keys.js';
+import * as m015 from './015-answer-times.js';
 import type { ConvertContext, KeyConverter } from './014-hashed-keys.js';
 
 export type { KeyConverter } from './014-hashed-keys.js';
@@ -45,9 +46,10 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 12, ...m012 },
   { version: 13, ...m013 },
   { version: 14, ...m014 },
+  { version: 15, ...m015 },
 ];
 
-export const LATEST_VERSION = MIGRATIONS.length;
+export const LATEST_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
 
 // Arbitrary constant: the key of the PostgreSQL advisory lock that serialises migrating processes.
 const MIGRATION_LOCK_KEY = 7_245_113_001;

@@ -9,7 +9,8 @@ import type { FencedRow, SuccessRecord } from '../attempts.js';
 const STATEMENT = `
 WITH items AS (
   SELECT * FROM jsonb_to_recordset($1::jsonb)
-    AS t(item_id text, item_attempt int, item_status int, item_endpoint text, item_tenant text, item_fast int)
+    AS t(item_id text, item_attempt int, item_status int, item_endpoint text, item_tenant text, item_fast int,
+      item_us bigint)
 ), locked AS (
   SELECT endpoint_id FROM endpoint_queues
   WHERE endpoint_id = ANY(ARRAY(SELECT DISTINCT item_endpoint FROM items))
@@ -21,11 +22,12 @@ WITH items AS (
   WHERE d.id = ANY(ARRAY(SELECT item_id FROM items)) AND d.id = i.item_id
     AND ${notIndexed("d.status = 'delivering'")} AND d.attempts = i.item_attempt
     AND (SELECT COUNT(*) FROM locked) >= 0
-  RETURNING d.id, d.endpoint_id, d.ordering_key, i.item_tenant, i.item_fast
+  RETURNING d.id, d.endpoint_id, d.ordering_key, i.item_tenant, i.item_fast, i.item_us
 ), per_endpoint AS (
   SELECT endpoint_id AS item_endpoint, MIN(item_tenant) AS item_tenant, COUNT(*)::int AS item_finished,
     0 AS item_requeued, NULL::bigint AS item_due, SUM(item_fast)::int AS item_fast, 0 AS item_congested,
-    NULL::bigint AS item_pause
+    NULL::bigint AS item_pause, COUNT(item_us)::int AS item_answers, SUM(item_us)::bigint AS item_answer_us,
+    MIN(item_us) AS item_answer_min_us
   FROM completed GROUP BY endpoint_id
 ), stats AS (
   INSERT INTO delivery_stats (bucket, endpoint_id, tenant_id, succeeded, failed, dead)
@@ -53,6 +55,7 @@ export async function recordSuccessesPostgres(
         item_endpoint: i.endpoint_id,
         item_tenant: i.tenant_id,
         item_fast: i.fast ? 1 : 0,
+        item_us: i.answerMs === null ? null : Math.round(i.answerMs * 1000),
       })),
     ),
     now,

@@ -8,7 +8,7 @@ import { importBenchDep } from './bench-deps.js';
 import { Pool } from 'undici';
 import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
 import { deliveryBody, eventData, newSecret, signedHeaders } from './payload.js';
-import { now, streamAdds } from './stats.js';
+import { E2E_BACKLOG, boundBacklog, now, streamAdds } from './stats.js';
 import { measureSteady } from './window.js';
 
 const { Queue, Worker } = await importBenchDep('bullmq');
@@ -69,8 +69,18 @@ export function endToEnd({ subscriber, total, limits }) {
     const groups = { queue: () => [worker.pid, producer.pid] };
     return measureSteady(subscriber, total, { groups, db: { kind: 'redis' }, limits }, async () => {
       const url = subscriber.url('/hook/0');
-      const adds = producer.call('stream', { url, total: 100 * total, concurrency: 32 });
-      return { start: now(), finish: () => producer.call('stop').then(() => adds) };
+      const adds = producer.call('stream', {
+        url,
+        total: 100 * total,
+        concurrency: 32,
+        allowUpTo: E2E_BACKLOG,
+      });
+      const unbound = boundBacklog(subscriber, (upTo) => producer.call('allow', { upTo }));
+      const finish = () =>
+        unbound()
+          .then(() => producer.call('stop'))
+          .then(() => adds);
+      return { start: now(), finish };
     });
   });
 }
@@ -78,9 +88,13 @@ export function endToEnd({ subscriber, total, limits }) {
 function producerMain(name) {
   const queue = new Queue(name, { connection, defaultJobOptions: jobOptions });
   let stopped = false;
+  let allowed = Infinity;
   serveRequests({
     stop: () => {
       stopped = true;
+    },
+    allow: ({ upTo }) => {
+      allowed = upTo;
     },
     async fill({ url, total, chunk = 1000 }) {
       for (let i = 0; i < total; i += chunk) {
@@ -91,13 +105,16 @@ function producerMain(name) {
       }
       return { total };
     },
-    stream: ({ url, total, concurrency }) =>
-      streamAdds(
+    stream: ({ url, total, concurrency, allowUpTo = Infinity }) => {
+      allowed = allowUpTo;
+      return streamAdds(
         total,
         concurrency,
         (i, t0) => queue.add('deliver', { url, data: eventData(i, t0) }),
         () => stopped,
-      ),
+        () => allowed,
+      );
+    },
     async obliterate() {
       await queue.obliterate({ force: true });
       await queue.close();

@@ -11,7 +11,7 @@ import { createEndpoints, createHookline, createSchema, pgUrlWith, queueDepth } 
 import { startOtlpCounter } from './otlp-counter.js';
 import { freePort, stop, watchMemory } from './processes.js';
 import { produce } from './producer.js';
-import { fmt, now, sleep, summarize } from './stats.js';
+import { E2E_BACKLOG, boundBacklog, fmt, now, sleep, summarize } from './stats.js';
 import { awaitDeliveries, startSubscriber } from './subscriber.js';
 import { measureSteady } from './window.js';
 
@@ -236,7 +236,8 @@ async function e2eCase(ctx, kind) {
         const urls = Array.from({ length: endpoints }, (_, i) => sub.url(`/hook/${i}`));
         await createEndpoints(api.origin, hl.tenantKey, urls);
         const memory = watchMemory([api, ...workers]);
-        // The emitter runs until the window's last mark; the backlog grows if emits outrun deliveries.
+        // The emitter runs until the window's last mark, at most E2E_BACKLOG deliveries ahead of the
+        // subscriber, so the window is a steady state of the whole path (lib/stats.js, boundBacklog).
         let emitter;
         const watch = {
           groups: { queue: hl.pids, emitter: () => [emitter.pid] },
@@ -244,8 +245,18 @@ async function e2eCase(ctx, kind) {
           limits: limitsOf(ctx),
         };
         const r = await measureSteady(sub, total, watch, async () => {
-          emitter = startEmitter({ origin: api.origin, key: hl.producerKey, concurrency: 32 });
-          return { start: now(), finish: () => emitter.stop().then(() => emitter.done) };
+          emitter = startEmitter({
+            origin: api.origin,
+            key: hl.producerKey,
+            concurrency: 32,
+            allowUpTo: Math.ceil(E2E_BACKLOG / endpoints),
+          });
+          const unbound = boundBacklog(sub, emitter.allow, endpoints);
+          const finish = () =>
+            unbound()
+              .then(() => emitter.stop())
+              .then(() => emitter.done);
+          return { start: now(), finish };
         });
         const e = r.extra;
         const peaks = memory.stop();

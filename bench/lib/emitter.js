@@ -30,7 +30,13 @@ export async function emit(options, { onProgress } = {}) {
 export function startEmitter(options) {
   const child = forkRole(import.meta.url, options, { execArgv: ['--max-semi-space-size=64'] });
   const done = child.call('run').finally(() => child.kill('SIGKILL'));
-  return { pid: child.pid, done, stop: () => child.call('stop').catch(() => {}) };
+  return {
+    pid: child.pid,
+    done,
+    stop: () => child.call('stop').catch(() => {}),
+    /** Lets the closed loop send up to event number `upTo` (lib/stats.js, boundBacklog). */
+    allow: (upTo) => child.call('allow', { upTo }).catch(() => {}),
+  };
 }
 
 function main() {
@@ -54,7 +60,11 @@ function main() {
     // Keep each keyed emit's answer time (`acks` in the summary) and name its key in data.orderingKey,
     // so the subscriber and the orchestrator can measure keyed lag (lib/cases.js, keyedLagCase).
     recordAcks = false,
+    // Closed loop only: send no further than this many events until told more (`allow`), so the
+    // emitter stays a bounded backlog ahead of delivery (lib/stats.js, boundBacklog).
+    allowUpTo = Infinity,
   } = o;
+  let allowed = allowUpTo;
   const pool = new Pool(origin, {
     connections: rate ? (o.connections ?? 1024) : concurrency, // paced: never queue in the client
     pipelining: 1,
@@ -150,7 +160,13 @@ function main() {
       }
     } else {
       const loop = async () => {
-        while (more()) await once(seqStart + sent++);
+        while (more()) {
+          if (sent >= allowed) {
+            await sleep(1);
+            continue;
+          }
+          await once(seqStart + sent++);
+        }
       };
       await Promise.all(Array.from({ length: concurrency }, loop));
     }
@@ -179,6 +195,9 @@ function main() {
     run,
     stop: () => {
       stopped = true;
+    },
+    allow: ({ upTo }) => {
+      allowed = upTo;
     },
   });
 }

@@ -8,7 +8,7 @@ import { Pool } from 'undici';
 import { createSchema, pgUrlWith } from './hookline.js';
 import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
 import { deliveryBody, eventData, newSecret, signedHeaders } from './payload.js';
-import { now, streamAdds } from './stats.js';
+import { E2E_BACKLOG, boundBacklog, now, streamAdds } from './stats.js';
 import { measureSteady } from './window.js';
 
 const CONCURRENCY = 64;
@@ -68,8 +68,18 @@ export function endToEnd({ subscriber, total, limits }) {
     const groups = { queue: () => [worker.pid, producer.pid] };
     return measureSteady(subscriber, total, { groups, db: { kind: 'pg', app: schema }, limits }, async () => {
       const url = subscriber.url('/hook/0');
-      const adds = producer.call('stream', { url, total: 100 * total, concurrency: 32 });
-      return { start: now(), finish: () => producer.call('stop').then(() => adds) };
+      const adds = producer.call('stream', {
+        url,
+        total: 100 * total,
+        concurrency: 32,
+        allowUpTo: E2E_BACKLOG,
+      });
+      const unbound = boundBacklog(subscriber, (upTo) => producer.call('allow', { upTo }));
+      const finish = () =>
+        unbound()
+          .then(() => producer.call('stop'))
+          .then(() => adds);
+      return { start: now(), finish };
     });
   });
 }
@@ -84,9 +94,13 @@ async function producerMain(schema) {
   });
   await utils.migrate();
   let stopped = false;
+  let allowed = Infinity;
   serveRequests({
     stop: () => {
       stopped = true;
+    },
+    allow: ({ upTo }) => {
+      allowed = upTo;
     },
     async fill({ url, total, chunk = 1000 }) {
       for (let i = 0; i < total; i += chunk) {
@@ -101,13 +115,16 @@ async function producerMain(schema) {
       }
       return { total };
     },
-    stream: ({ url, total, concurrency }) =>
-      streamAdds(
+    stream: ({ url, total, concurrency, allowUpTo = Infinity }) => {
+      allowed = allowUpTo;
+      return streamAdds(
         total,
         concurrency,
         (i, t0) => utils.addJob('deliver', { url, data: eventData(i, t0) }, { maxAttempts: MAX_ATTEMPTS }),
         () => stopped,
-      ),
+        () => allowed,
+      );
+    },
   });
   process.send({ event: 'ready' });
 }

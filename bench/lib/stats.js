@@ -73,12 +73,16 @@ export function deliveryRate(r, start) {
  * Runs `add(i, sentAt)` for i = 0 … total-1 with `concurrency` calls in flight, or until `stopped()`:
  * a producer adding jobs while delivery runs. Answers the rate and the latency of one add.
  */
-export async function streamAdds(total, concurrency, add, stopped = () => false) {
+export async function streamAdds(total, concurrency, add, stopped = () => false, allowed = () => Infinity) {
   const latencies = new Samples();
   let next = 0;
   const start = now();
   const loop = async () => {
     while (next < total && !stopped()) {
+      if (next >= allowed()) {
+        await sleep(1);
+        continue;
+      }
       const t0 = now();
       await add(next++, t0);
       latencies.push(now() - t0);
@@ -86,4 +90,31 @@ export async function streamAdds(total, concurrency, add, stopped = () => false)
   };
   await Promise.all(Array.from({ length: concurrency }, loop));
   return { rate: (next / (now() - start)) * 1000, ...summarize(latencies.view()) };
+}
+
+/** Deliveries an end-to-end producer may be ahead of the subscriber (boundBacklog). */
+export const E2E_BACKLOG = 2000;
+
+/**
+ * Keeps an end-to-end producer at most `backlog` deliveries ahead of what the subscriber has counted
+ * (polled every 20 ms; `perEvent` deliveries per event): the run then measures the rate the whole
+ * path sustains, at the work per delivery of a steady state. Unbounded, a producer that outruns
+ * delivery grows a backlog through the window, and every figure per delivery carries the extra emits
+ * and fan-out. `allow(upTo)` tells the producer the last event number it may send; answers `stop`.
+ */
+export function boundBacklog(subscriber, allow, perEvent = 1, backlog = E2E_BACKLOG) {
+  let stopped = false;
+  const ahead = Math.ceil(backlog / perEvent);
+  const poll = async () => {
+    while (!stopped) {
+      const { count } = await subscriber.call('stats');
+      await allow(Math.floor(count / perEvent) + ahead);
+      await sleep(20);
+    }
+  };
+  const done = poll().catch(() => {});
+  return async () => {
+    stopped = true;
+    await done;
+  };
 }

@@ -15,8 +15,8 @@ const CLAIM = `
 WITH ready AS (
   -- Locked rows are read at their latest version; the deliveries below are read in the statement's
   -- snapshot. If a transaction committed a change to the queue row in between (a retry, a fan-out, or
-  -- a line advanced: that one leaves \`queued\` and \`next_due_at\` as they were), the deliveries read
-  -- may miss rows it made due: \`changed\`, told by the row's version, keeps its next due time as a
+  -- a line advanced, which leaves \`queued\` as it was and may lower \`next_due_at\`), the deliveries
+  -- read may miss rows it made due: \`changed\`, told by the row's version, keeps its next due time as a
   -- lower bound (docs/architecture.md, "Claiming").
   -- Room: the adaptive limit's, and a rate limit's (docs/architecture.md, "Rate limits"): as many
   -- attempts as fit before the pace runs more than its tolerance ahead of now ($5, in microseconds).

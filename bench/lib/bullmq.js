@@ -8,7 +8,7 @@ import { importBenchDep } from './bench-deps.js';
 import { Pool } from 'undici';
 import { childOptions, forkRole, isMain, serveRequests } from './processes.js';
 import { deliveryBody, eventData, newSecret, signedHeaders } from './payload.js';
-import { E2E_BACKLOG, boundBacklog, now, streamAdds } from './stats.js';
+import { now, streamAdds, streamBounded } from './stats.js';
 import { measureSteady } from './window.js';
 
 const { Queue, Worker } = await importBenchDep('bullmq');
@@ -68,19 +68,7 @@ export function endToEnd({ subscriber, total, limits }) {
     await worker.waitEvent((m) => m.event === 'ready');
     const groups = { queue: () => [worker.pid, producer.pid] };
     return measureSteady(subscriber, total, { groups, db: { kind: 'redis' }, limits }, async () => {
-      const url = subscriber.url('/hook/0');
-      const adds = producer.call('stream', {
-        url,
-        total: 100 * total,
-        concurrency: 32,
-        allowUpTo: E2E_BACKLOG,
-      });
-      const unbound = boundBacklog(subscriber, (upTo) => producer.call('allow', { upTo }));
-      const finish = () =>
-        unbound()
-          .then(() => producer.call('stop'))
-          .then(() => adds);
-      return { start: now(), finish };
+      return streamBounded(subscriber, producer, 100 * total);
     });
   });
 }

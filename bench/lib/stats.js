@@ -118,3 +118,19 @@ export function boundBacklog(subscriber, allow, perEvent = 1, backlog = E2E_BACK
     await done;
   };
 }
+
+/**
+ * A baseline's end-to-end producer: its `stream` of adds (32 in flight) to the subscriber's first
+ * hook, kept within E2E_BACKLOG of delivery through its `allow` (boundBacklog), ended by its `stop`.
+ * Answers what measureSteady's start callback answers.
+ */
+export function streamBounded(subscriber, producer, total) {
+  const url = subscriber.url('/hook/0');
+  const adds = producer.call('stream', { url, total, concurrency: 32, allowUpTo: E2E_BACKLOG });
+  const unbound = boundBacklog(subscriber, (upTo) => producer.call('allow', { upTo }));
+  const finish = () =>
+    unbound()
+      .then(() => producer.call('stop'))
+      .then(() => adds);
+  return { start: now(), finish };
+}

@@ -48,7 +48,7 @@ export class Metrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
-  /** Attempts refused before reaching the subscriber, by reason (engine/refusals.ts). */
+  /** Attempts refused before reaching the subscriber, by reason (delivery/refusal-warnings.ts). */
   readonly refusals = new Counter({
     name: 'hookline_delivery_refusals_total',
     help: 'Delivery attempts refused before reaching the subscriber: ssrf (private address at connect), tls (handshake or certificate), proxy (egress proxy refused or unreachable)',

@@ -24,7 +24,9 @@ import {
   clearQueue,
   emptySettlement,
   enqueue,
+  enqueueStatement,
   lockQueues,
+  bringDueForward,
   settleQueues,
   type QueueSettlement,
 } from './endpoint-queues.js';
@@ -93,7 +95,6 @@ const NEW_DELIVERY_COLUMNS = {
   item_due: 'bigint',
   item_replay_of: 'text',
   item_headers: 'text',
-  item_status: 'text',
   item_key: 'text',
   item_seq: 'bigint',
 } as const;
@@ -141,9 +142,68 @@ export async function insertDeliveries(
   now: number,
 ): Promise<void> {
   if (rows.length === 0) return;
+  if (q.dialect === 'postgres') return insertDeliveriesPostgres(q, rows, now);
   const held = await heldInLines(q, rows);
   await writeDeliveries(q, rows, (r) => (held.has(r) ? 'held' : 'pending'), now);
   await enqueue(q, arrivalsOf(rows.map((r) => (held.has(r) ? { ...r, status: 'held' } : r))));
+}
+
+/**
+ * insertDeliveries on PostgreSQL: the rows inserted, each placed in its line, and counted into their
+ * queues in one statement. Keyed rows lock their queue rows first, in a statement of its own, so that
+ * this one's snapshot is taken under the locks and sees every line head ended before (a snapshot
+ * taken while waiting for them could miss one, and hold a delivery behind a head that is gone). The
+ * queue rows stay locked from here to the commit: two round trips, where a statement each took four.
+ * One JSON parameter, one statement text: prepared once per connection, where a VALUES list is a new
+ * text (parsed and planned again) for every length, and thousands of bound values a time.
+ */
+async function insertDeliveriesPostgres(
+  q: Queryable,
+  rows: readonly NewDelivery[],
+  now: number,
+): Promise<void> {
+  if (rows.some((r) => r.ordering_key !== null))
+    await lockQueues(
+      q,
+      rows.map((r) => r.endpoint_id),
+    );
+  const t = jsonRecords(q.dialect, 1, NEW_DELIVERY_COLUMNS);
+  await q.run(
+    `WITH placed AS (
+       SELECT t.*, CASE WHEN t.item_key IS NOT NULL AND (
+           ROW_NUMBER() OVER (PARTITION BY t.item_endpoint, t.item_key ORDER BY t.item_seq) > 1
+           OR EXISTS (SELECT 1 FROM deliveries d WHERE d.endpoint_id = t.item_endpoint
+             AND d.ordering_key = t.item_key AND d.${OPEN_IN_LINE}))
+         THEN 'held' ELSE 'pending' END AS item_status
+       FROM ${t}
+     ), inserted AS (
+       ${INSERT_DELIVERY}
+       SELECT item_id, item_message, item_endpoint, item_tenant, item_type, item_due, item_replay_of,
+         item_headers, item_status, item_key, item_seq, $2, $2
+       FROM placed
+       RETURNING endpoint_id, status, next_attempt_at
+     )
+     ${enqueueStatement(`SELECT endpoint_id, COUNT(*),
+       MIN(CASE WHEN status = 'held' THEN NULL ELSE next_attempt_at END)
+       FROM inserted GROUP BY endpoint_id ORDER BY endpoint_id`)}`,
+    [
+      JSON.stringify(
+        rows.map((r) => ({
+          item_id: r.id,
+          item_message: r.message_id,
+          item_endpoint: r.endpoint_id,
+          item_tenant: r.tenant_id,
+          item_type: r.event_type,
+          item_due: r.next_attempt_at,
+          item_replay_of: r.replay_of,
+          item_headers: r.first_headers,
+          item_key: r.ordering_key ?? null,
+          item_seq: r.ordering_seq ?? null,
+        })),
+      ),
+      now,
+    ],
+  );
 }
 
 /** The keyed rows that wait behind an earlier delivery of their line, already there or in `rows`. */
@@ -176,60 +236,29 @@ async function heldInLines(q: Queryable, rows: readonly NewDelivery[]): Promise<
   return held;
 }
 
+/** SQLite: one prepared statement per row, no JSON document to build and parse (~15 µs a row that way). */
 async function writeDeliveries(
   q: Queryable,
   rows: readonly NewDelivery[],
   status: (r: NewDelivery) => 'held' | 'pending',
   now: number,
 ): Promise<void> {
-  if (q.dialect === 'sqlite') {
-    // No round trip to save: one prepared row statement each, without building and parsing a JSON
-    // document of the rows (fan-out's largest cost in a drain: ~15 µs a row that way).
-    for (const r of rows) {
-      await q.run(INSERT_DELIVERY_ROW, [
-        r.id,
-        r.message_id,
-        r.endpoint_id,
-        r.tenant_id,
-        r.event_type,
-        r.next_attempt_at,
-        r.replay_of,
-        r.first_headers,
-        status(r),
-        r.ordering_key ?? null,
-        r.ordering_seq ?? null,
-        now,
-      ]);
-    }
-    return;
-  }
-  // One JSON parameter, one statement text: prepared once per connection, where a VALUES list is a
-  // new text (parsed and planned again) for every length, and thousands of bound values a time.
-  const t = jsonRecords(q.dialect, 1, NEW_DELIVERY_COLUMNS);
-  await q.run(
-    `${INSERT_DELIVERY}
-     SELECT t.item_id, t.item_message, t.item_endpoint, t.item_tenant, t.item_type, t.item_due,
-       t.item_replay_of, t.item_headers, t.item_status, t.item_key, t.item_seq, $2, $2
-     FROM ${t}`,
-    [
-      JSON.stringify(
-        rows.map((r) => ({
-          item_id: r.id,
-          item_message: r.message_id,
-          item_endpoint: r.endpoint_id,
-          item_tenant: r.tenant_id,
-          item_type: r.event_type,
-          item_due: r.next_attempt_at,
-          item_replay_of: r.replay_of,
-          item_headers: r.first_headers,
-          item_status: status(r),
-          item_key: r.ordering_key ?? null,
-          item_seq: r.ordering_seq ?? null,
-        })),
-      ),
+  for (const r of rows) {
+    await q.run(INSERT_DELIVERY_ROW, [
+      r.id,
+      r.message_id,
+      r.endpoint_id,
+      r.tenant_id,
+      r.event_type,
+      r.next_attempt_at,
+      r.replay_of,
+      r.first_headers,
+      status(r),
+      r.ordering_key ?? null,
+      r.ordering_seq ?? null,
       now,
-    ],
-  );
+    ]);
+  }
 }
 
 /**
@@ -252,8 +281,7 @@ export async function advanceLines(
   if (lines.size === 0) return;
   const t = jsonRecords(q.dialect, 2, LINE_COLUMNS);
   // A line whose head ended has no other pending or delivering row: its first open row is the next.
-  const promoted = await q.all<{ endpoint_id: string; next_attempt_at: number | string }>(
-    `UPDATE deliveries SET status = 'pending',
+  const promote = `UPDATE deliveries SET status = 'pending',
        next_attempt_at = ${least(q.dialect, 'next_attempt_at', 'CAST($1 AS BIGINT)')}, updated_at = $1
      WHERE id IN (
        SELECT (SELECT d.id FROM deliveries d
@@ -261,15 +289,21 @@ export async function advanceLines(
                ORDER BY d.ordering_seq LIMIT 1)
        FROM ${t})
        AND status = 'held'
-     RETURNING endpoint_id, next_attempt_at`,
-    [
-      now,
-      JSON.stringify(
-        [...lines.values()].map((l) => ({ item_endpoint: l.endpoint_id, item_key: l.ordering_key })),
-      ),
-    ],
-  );
-  // Already counted in `queued` while held: only the due time moves, to the earliest released.
+     RETURNING endpoint_id, next_attempt_at`;
+  const params = [
+    now,
+    JSON.stringify(
+      [...lines.values()].map((l) => ({ item_endpoint: l.endpoint_id, item_key: l.ordering_key })),
+    ),
+  ];
+  // Already counted in `queued` while held: only the due time moves, to the earliest released. On
+  // PostgreSQL in the same statement: the caller holds the queue rows' locks, and each round trip
+  // more is as much longer that fan-outs, claims and flushes of these endpoints wait for them.
+  if (q.dialect === 'postgres') {
+    await q.run(`WITH promoted AS (${promote}) ${bringDueForward('promoted')}`, params);
+    return;
+  }
+  const promoted = await q.all<{ endpoint_id: string; next_attempt_at: number | string }>(promote, params);
   await enqueue(
     q,
     arrivalsOf(
@@ -346,10 +380,7 @@ export async function recordSuccesses(
   ceiling: number,
 ): Promise<FencedRow[]> {
   if (items.length === 0) return [];
-  // The one statement cannot advance lines: it would read them in a snapshot taken before its queue
-  // locks were granted, and could miss a delivery a fan-out added meanwhile.
-  const keyed = items.some((i) => i.ordering_key !== null);
-  if (db.dialect === 'postgres' && !keyed)
+  if (db.dialect === 'postgres' && !items.some((i) => i.ordering_key !== null))
     return recordSuccessesPostgres(db, items, now, bucketOf(now), ceiling);
   return db.transaction((tx) => recordSuccessesWithin(tx, items, now, ceiling));
 }
@@ -383,11 +414,13 @@ async function recordSuccessesWithin(
   now: number,
   ceiling: number,
 ): Promise<FencedRow[]> {
-  if (items.some((i) => i.ordering_key !== null)) {
-    await lockQueues(
-      tx,
-      items.map((i) => i.endpoint_id),
-    );
+  if (tx.dialect === 'postgres') {
+    // The one statement cannot advance lines: it reads them in a snapshot taken before its queue locks
+    // were granted, and could miss a delivery a fan-out added meanwhile. The next statement's snapshot
+    // is taken under those locks.
+    const rows = await recordSuccessesPostgres(tx, items, now, bucketOf(now), ceiling);
+    await advanceLines(tx, rows, now);
+    return rows;
   }
   const rows = await completeDeliveries(tx, items, now);
   await advanceLines(tx, rows, now);

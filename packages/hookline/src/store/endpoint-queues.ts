@@ -77,17 +77,37 @@ export async function enqueue(q: Queryable, arrivals: readonly QueueArrivals[]):
   const items = jsonRecords(q.dialect, 1, { item_endpoint: 'text', item_count: 'int', item_due: 'bigint' });
   await q.run(
     // `WHERE true` lets SQLite tell the upsert's ON CONFLICT from a join constraint.
-    `INSERT INTO endpoint_queues (endpoint_id, queued, next_due_at)
-     SELECT item_endpoint, item_count, item_due FROM ${items} WHERE true ORDER BY item_endpoint
-     ON CONFLICT (endpoint_id) DO UPDATE SET
-       queued = endpoint_queues.queued + excluded.queued,
-       next_due_at = ${earlier('endpoint_queues.next_due_at', 'excluded.next_due_at')}`,
+    enqueueStatement(
+      `SELECT item_endpoint, item_count, item_due FROM ${items} WHERE true ORDER BY item_endpoint`,
+    ),
     [
       JSON.stringify(
         arrivals.map((a) => ({ item_endpoint: a.endpoint_id, item_count: a.count, item_due: a.due })),
       ),
     ],
   );
+}
+
+/**
+ * enqueue as SQL, over `arrivals`: a SELECT of (endpoint id, count, earliest due or NULL) rows in
+ * endpoint id order (the lock order).
+ */
+export function enqueueStatement(arrivals: string): string {
+  return `INSERT INTO endpoint_queues (endpoint_id, queued, next_due_at) ${arrivals}
+     ON CONFLICT (endpoint_id) DO UPDATE SET
+       queued = endpoint_queues.queued + excluded.queued,
+       next_due_at = ${earlier('endpoint_queues.next_due_at', 'excluded.next_due_at')}`;
+}
+
+/**
+ * enqueue's due time alone, as a statement over the rows (endpoint_id, next_attempt_at) of `source`
+ * (a CTE of the same statement): for deliveries already counted in `queued` (held, now pending), on
+ * queue rows that exist and that the caller has locked.
+ */
+export function bringDueForward(source: string): string {
+  return `UPDATE endpoint_queues SET next_due_at = ${earlier('endpoint_queues.next_due_at', 'p.due')}
+    FROM (SELECT endpoint_id, MIN(next_attempt_at) AS due FROM ${source} GROUP BY endpoint_id) p
+    WHERE endpoint_queues.endpoint_id = p.endpoint_id`;
 }
 
 /** Creates the queue row of a new endpoint, in the endpoint's own transaction. */

@@ -3,7 +3,7 @@
 // and deliveries inserted by the store's own insertDeliveries. Times are explicit epoch milliseconds
 // around T0; nothing here sleeps or reads the clock.
 import type { ClaimedAttempt } from '../../src/store/attempts.js';
-import type { Db } from '../../src/store/db.js';
+import type { Db, Queryable } from '../../src/store/db.js';
 import {
   claimDeliveries,
   insertDeliveries,
@@ -93,38 +93,48 @@ export async function addDeliveries(
   keys: readonly (string | null)[] = [],
   firstSeq = 1,
 ): Promise<string[]> {
+  return db.transaction((tx) => addDeliveriesWithin(tx, endpointId, dueTimes, prefix, keys, firstSeq));
+}
+
+/** addDeliveries in the caller's transaction. */
+export async function addDeliveriesWithin(
+  tx: Queryable,
+  endpointId: string,
+  dueTimes: readonly number[],
+  prefix = 'd',
+  keys: readonly (string | null)[] = [],
+  firstSeq = 1,
+): Promise<string[]> {
   const ids = dueTimes.map((_, i) => `${endpointId}-${prefix}${String(i).padStart(5, '0')}`);
-  await db.transaction(async (tx) => {
-    for (let start = 0; start < ids.length; start += 500) {
-      const chunk = ids.slice(start, start + 500);
-      const params: (string | number | Buffer)[] = [];
-      const tuples = chunk.map((id, i) => {
-        params.push(`msg-${id}`, payloadOf(id));
-        return `($${2 * i + 1}, 'acme', 'user.updated', $${2 * i + 2}, ${T0}, ${T0})`;
-      });
-      await tx.run(
-        `INSERT INTO messages (id, tenant_id, event_type, payload, created_at, fanned_out_at)
-         VALUES ${tuples.join(', ')}`,
-        params,
-      );
-    }
-    await insertDeliveries(
-      tx,
-      ids.map((id, i) => ({
-        id,
-        message_id: `msg-${id}`,
-        endpoint_id: endpointId,
-        tenant_id: 'acme',
-        event_type: 'user.updated',
-        next_attempt_at: dueTimes[i]!,
-        replay_of: null,
-        first_headers: null,
-        ordering_key: keys[i] ?? null,
-        ordering_seq: keys[i] == null ? null : firstSeq + i,
-      })),
-      T0,
+  for (let start = 0; start < ids.length; start += 500) {
+    const chunk = ids.slice(start, start + 500);
+    const params: (string | number | Buffer)[] = [];
+    const tuples = chunk.map((id, i) => {
+      params.push(`msg-${id}`, payloadOf(id));
+      return `($${2 * i + 1}, 'acme', 'user.updated', $${2 * i + 2}, ${T0}, ${T0})`;
+    });
+    await tx.run(
+      `INSERT INTO messages (id, tenant_id, event_type, payload, created_at, fanned_out_at)
+       VALUES ${tuples.join(', ')}`,
+      params,
     );
-  });
+  }
+  await insertDeliveries(
+    tx,
+    ids.map((id, i) => ({
+      id,
+      message_id: `msg-${id}`,
+      endpoint_id: endpointId,
+      tenant_id: 'acme',
+      event_type: 'user.updated',
+      next_attempt_at: dueTimes[i]!,
+      replay_of: null,
+      first_headers: null,
+      ordering_key: keys[i] ?? null,
+      ordering_seq: keys[i] == null ? null : firstSeq + i,
+    })),
+    T0,
+  );
   return ids;
 }
 

@@ -16,7 +16,7 @@ import {
   releaseDeliveries,
   sweepDeletedEndpoints,
 } from '../store/deliveries.js';
-import { nextReadyAt } from '../store/endpoint-queues.js';
+import { nextReadyAt, vacuumQueues } from '../store/endpoint-queues.js';
 import { OutcomeWriter } from './outcome-writer.js';
 import { RefusalWarnings } from './refusal-warnings.js';
 import { ReplayRunner } from './replay-runner.js';
@@ -210,6 +210,7 @@ export class DeliveryWorker {
           this.claimWake.fire();
         }
         await db.transaction((tx) => sweepDeletedEndpoints(tx, now));
+        await vacuumQueues(db);
       } catch (err) {
         this.ctx.logger.error({ err }, 'lease reaper failed');
       }

@@ -484,6 +484,19 @@ export async function lockQueues(q: Queryable, endpointIds: readonly string[]): 
   );
 }
 
+/**
+ * Removes the dead versions of the queue rows (PostgreSQL; SQLite updates rows in place). Every claim,
+ * fan-out and flush of an endpoint writes a new version of its one row, a thousand a second under a
+ * stream of emits, and every claim reads the table: left to autovacuum, which visits a database at
+ * most once a minute, the table of three rows grew by a page every few seconds and each claim read
+ * all of it. Vacuumed every few seconds it stays a few pages long (docs/scaling.md, "Vacuum").
+ * SKIP_LOCKED: a vacuum already under way (another worker's) is enough.
+ */
+export async function vacuumQueues(q: Queryable): Promise<void> {
+  if (q.dialect !== 'postgres') return;
+  await q.run('VACUUM (SKIP_LOCKED) endpoint_queues');
+}
+
 /** When the soonest endpoint becomes claimable, from the ready index alone. */
 export async function nextReadyAt(q: Queryable): Promise<number | null> {
   const row = await q.one<{ at: number | null }>(

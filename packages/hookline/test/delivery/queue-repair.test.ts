@@ -1,6 +1,6 @@
 // The worker's safety nets for its queues (docs/architecture.md, "Endpoint queues"): an endpoint
 // queue whose next due time was lost while deliveries wait is found by the reaper's round, and the
-// deliveries go out.
+// deliveries go out; on PostgreSQL the round also vacuums the queue table (docs/scaling.md, "Vacuum").
 import { afterEach, describe, expect, it } from 'vitest';
 import { fanOutBatch } from '../../src/engine/fanout.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
@@ -62,4 +62,24 @@ describe.each(STORE_KINDS)('queue repair on %s', (kind) => {
     const rows = await deliveriesTo(t!, endpointId);
     expect(rows.map((d) => d.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
   });
+
+  it.runIf(kind === 'postgres')(
+    'the reaper’s round vacuums the queue table (the dead versions of its rows)',
+    async () => {
+      await lostNextDue();
+      const { db } = t!.service.ctx;
+      const vacuums = async () =>
+        Number(
+          (
+            await db.one<{ n: string }>(
+              "SELECT vacuum_count AS n FROM pg_stat_user_tables WHERE relid = 'endpoint_queues'::regclass",
+            )
+          )?.n ?? 0,
+        );
+      expect(await vacuums()).toBe(0);
+      worker = new DeliveryWorker(t!.service.ctx, { pollIntervalMs: 50, reapIntervalMs: 200 });
+      await worker.start();
+      await eventually(async () => (await vacuums()) > 0, 60_000);
+    },
+  );
 });

@@ -13,6 +13,7 @@ import {
   advanceLines,
   completeDeliveries,
   failDeliveries,
+  claimsWithSuccesses,
   recordSuccessesThenClaim,
 } from '../store/deliveries.js';
 import { BUCKET_MS, addStats, emptyStats, type StatsIncrement } from '../store/delivery-stats.js';
@@ -154,7 +155,13 @@ function allHealthySuccesses(batch: readonly Outcome[]): boolean {
 
 /** Whether writeOutcomes claims work for the room `batch` frees, in the same transaction. */
 export function claimsWithWrite(db: Db, batch: readonly Outcome[]): boolean {
-  return db.capabilities.claimWithOutcomes && allHealthySuccesses(batch);
+  return (
+    allHealthySuccesses(batch) &&
+    claimsWithSuccesses(
+      db,
+      batch.map((o) => o.delivery),
+    )
+  );
 }
 
 export interface Written {

@@ -25,10 +25,12 @@ export interface Capabilities {
    */
   readonly fanOutOnEmit: boolean;
   /**
-   * A flush of successful outcomes claims the work its freed slots make room for in its own
-   * transaction (store/deliveries.ts, recordSuccessesThenClaim). Where false, the two are separate.
+   * Which flushes of successful outcomes claim the work their freed slots make room for, in their own
+   * transaction (store/deliveries.ts, recordSuccessesThenClaim): every one, or only those that let
+   * the next delivery of an ordering key's line go (a transaction already, holding its queue row).
+   * The others leave the room to the worker's claims.
    */
-  readonly claimWithOutcomes: boolean;
+  readonly claimWithOutcomes: 'every' | 'keyed';
   /**
    * A worker with attempts under way claims at most once in this many milliseconds (0: whenever it
    * has room). Under a stream of emits, claims woken by every fan-out took a few deliveries each, and

@@ -385,6 +385,12 @@ export async function recordSuccesses(
   return db.transaction((tx) => recordSuccessesWithin(tx, items, now, ceiling));
 }
 
+/** Whether a flush of these successes claims in its own transaction (Capabilities.claimWithOutcomes). */
+export function claimsWithSuccesses(db: Db, items: readonly { ordering_key: string | null }[]): boolean {
+  if (items.length === 0) return false;
+  return db.capabilities.claimWithOutcomes === 'every' || items.some((i) => i.ordering_key !== null);
+}
+
 /**
  * recordSuccesses, then a claim (`next`, if any) of what the slots it frees allow, in the same
  * transaction where the store claims with outcomes (Capabilities.claimWithOutcomes; docs/architecture.md, "Recording outcomes").
@@ -397,12 +403,13 @@ export async function recordSuccessesThenClaim(
   ceiling: number,
   next: ClaimOptions | null,
 ): Promise<{ rows: FencedRow[]; claimed: ClaimedAttempt[] | null }> {
-  if (!db.capabilities.claimWithOutcomes || items.length === 0 || next === null || next.limit <= 0)
+  if (!claimsWithSuccesses(db, items) || next === null || next.limit <= 0)
     return { rows: await recordSuccesses(db, items, now, ceiling), claimed: null };
   return db.transaction(async (tx) => {
     const rows = await recordSuccessesWithin(tx, items, now, ceiling);
-    const { attempts } = await claimWithin(tx, next);
-    return { rows, claimed: attempts };
+    const claimed =
+      tx.dialect === 'postgres' ? await claimPostgres(tx, next) : (await claimWithin(tx, next)).attempts;
+    return { rows, claimed };
   });
 }
 

@@ -114,24 +114,31 @@ describe.each(STORE_KINDS)('OutcomeWriter on %s', (kind) => {
     expect(await getDelivery(t!.service.ctx.db, delivery!.id)).toMatchObject({ status: 'succeeded' });
   });
 
-  it('a write of successes claims the room it frees where the store claims with outcomes, and answers it', async () => {
-    t = await startTestService(kind);
-    await createEndpoint(t, { url: 'http://127.0.0.1:9/unused', events: ['*'] });
-    for (let i = 0; i < 2; i++) await emit(t, 'user.updated', { i });
-    await fanOutBatch(t.service.ctx);
-    const { ctx } = t.service;
-    const now = Date.now();
-    const [first] = await claimDeliveries(ctx.db, { now, leaseUntil: now + 60_000, limit: 1, ceiling: 8 });
-    const batch: Outcome[] = [{ kind: 'succeeded', delivery: first!, status: 200, signal: 'fast' }];
-    const claims = claimsWithWrite(ctx.db, batch);
-    expect(claims).toBe(kind === 'sqlite');
-    const { claimed } = await writeOutcomes(ctx, batch, 5);
-    expect(await getDelivery(ctx.db, first!.id)).toMatchObject({ status: 'succeeded' });
-    // The other delivery: taken by the write itself (SQLite), or left for the claim loop.
-    expect(claimed.map((c) => c.id)).toHaveLength(claims ? 1 : 0);
-    const rows = await ctx.db.all<{ status: string }>(`SELECT status FROM deliveries WHERE id <> $1`, [
-      first!.id,
-    ]);
-    expect(rows.map((r) => r.status)).toEqual([claims ? 'delivering' : 'pending']);
-  });
+  it.each([
+    ['unkeyed', undefined],
+    ['keyed', 'user_1'],
+  ])(
+    'a write of %s successes claims the room it frees where the store claims with them, and answers it',
+    async (_, key) => {
+      t = await startTestService(kind);
+      await createEndpoint(t, { url: 'http://127.0.0.1:9/unused', events: ['*'] });
+      for (let i = 0; i < 2; i++) await emit(t, 'user.updated', { i }, 'acme', key);
+      await fanOutBatch(t.service.ctx);
+      const { ctx } = t.service;
+      const now = Date.now();
+      const [first] = await claimDeliveries(ctx.db, { now, leaseUntil: now + 60_000, limit: 1, ceiling: 8 });
+      const batch: Outcome[] = [{ kind: 'succeeded', delivery: first!, status: 200, signal: 'fast' }];
+      const claims = claimsWithWrite(ctx.db, batch);
+      // SQLite claims with every flush; PostgreSQL with a flush that ends a line's head.
+      expect(claims).toBe(kind === 'sqlite' || key !== undefined);
+      const { claimed } = await writeOutcomes(ctx, batch, 5);
+      expect(await getDelivery(ctx.db, first!.id)).toMatchObject({ status: 'succeeded' });
+      // The other delivery: taken by the write itself (SQLite), or left for the claim loop.
+      expect(claimed.map((c) => c.id)).toHaveLength(claims ? 1 : 0);
+      const rows = await ctx.db.all<{ status: string }>(`SELECT status FROM deliveries WHERE id <> $1`, [
+        first!.id,
+      ]);
+      expect(rows.map((r) => r.status)).toEqual([claims ? 'delivering' : 'pending']);
+    },
+  );
 });

@@ -34,8 +34,19 @@ export function marker(): string {
   return randomBytes(18).toString('base64url'); // 24 characters
 }
 
-export async function emit(t: TestService, type: string, data: unknown, tenantId = 'acme'): Promise<string> {
-  const res = await t.call('POST', '/v1/events', t.keys.producer, { tenant_id: tenantId, type, data });
+export async function emit(
+  t: TestService,
+  type: string,
+  data: unknown,
+  tenantId = 'acme',
+  orderingKey?: string,
+): Promise<string> {
+  const res = await t.call('POST', '/v1/events', t.keys.producer, {
+    tenant_id: tenantId,
+    type,
+    data,
+    ...(orderingKey === undefined ? {} : { ordering_key: orderingKey }),
+  });
   expect(res.statusCode, res.body).toBe(202);
   const { id } = res.json<{ id: string }>();
   expect(id).toMatch(/^msg_/);

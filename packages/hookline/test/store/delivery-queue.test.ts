@@ -324,7 +324,7 @@ describe.each(STORE_KINDS)('delivery queue transitions on %s', (kind) => {
       expect(await queueOf(db, 'ep-a')).toMatchObject({ in_flight: 1, concurrency_limit: 9 });
     });
 
-    it('a flush of successes claims the room it frees in its own transaction (SQLite), or leaves it to the caller', async () => {
+    it('a flush of unkeyed successes claims the room it frees in its own transaction (SQLite), or leaves it to the caller', async () => {
       const { db } = store;
       await addEndpoint(db, 'ep-a');
       // Twelve due: the first claim takes the starting limit of 8, four wait.
@@ -359,7 +359,7 @@ describe.each(STORE_KINDS)('delivery queue transitions on %s', (kind) => {
           [1, 'http://127.0.0.1:9/ep-a'],
         ]);
       } else {
-        // PostgreSQL records in one statement, and the caller claims with its own.
+        // PostgreSQL records unkeyed successes in one statement, and the caller claims with its own.
         expect(written.claimed).toBeNull();
         expect(idsOf(await claimAt(db, T0 + 20, 100))).toEqual(ids.slice(8, 10));
       }

@@ -3,7 +3,7 @@
 // waiting on each other; each endpoint's first due deliveries are read off its partial index; the
 // deliveries, the queues' counters and the answer (payloads, URLs, secrets) all come from the same
 // statement.
-import { notIndexed, type Db } from '../db.js';
+import { notIndexed, type Queryable } from '../db.js';
 import { PACED_SEND_DELAY_INTERVALS, PACED_SEND_DELAY_MAX_US } from '../endpoint-queues.js';
 import type { ClaimOptions, ClaimedAttempt } from '../attempts.js';
 
@@ -86,6 +86,6 @@ SELECT c.id, c.message_id, c.endpoint_id, c.tenant_id, c.event_type, c.attempts,
 FROM claimed c JOIN messages m ON m.id = c.message_id JOIN endpoints e ON e.id = c.endpoint_id
   JOIN candidates k ON k.id = c.id JOIN ready r ON r.endpoint_id = c.endpoint_id`;
 
-export async function claimPostgres(db: Db, o: ClaimOptions): Promise<ClaimedAttempt[]> {
+export async function claimPostgres(db: Queryable, o: ClaimOptions): Promise<ClaimedAttempt[]> {
   return db.all<ClaimedAttempt>(CLAIM, [o.now, o.leaseUntil, o.limit, o.ceiling, o.now * 1000]);
 }

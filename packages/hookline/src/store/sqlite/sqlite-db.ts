@@ -47,7 +47,7 @@ export const SQLITE_CAPABILITIES: Capabilities = {
   // instead of being read and rewritten by a worker's fan-out transaction.
   fanOutOnEmit: true,
   // A flush and a claim each paid a commit; together they pay one.
-  claimWithOutcomes: true,
+  claimWithOutcomes: 'every',
   // A claim costs microseconds and no round trip, and mostly rides with a flush (claimWithOutcomes).
   claimSpacingMs: 0,
 };

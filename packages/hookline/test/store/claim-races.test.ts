@@ -17,6 +17,7 @@ import {
   claimAt,
   deliveriesOf,
   openQueueStore,
+  successOf,
   type QueueStore,
 } from './queue-fixtures.js';
 
@@ -56,23 +57,7 @@ describe.runIf(STORE_KINDS.includes('postgres'))('a claim racing a line advance 
       // The success first, the claim after a random 0-5 ms: its snapshot and its lock fall on either
       // side of the success's commit in some of the races.
       const [, claimed] = await Promise.all([
-        recordSuccesses(
-          db,
-          [
-            {
-              id: claimedHead!.id,
-              attempt: claimedHead!.attempts,
-              status: 200,
-              endpoint_id: endpoint,
-              tenant_id: 'acme',
-              fast: true,
-              answerMs: null,
-              ordering_key: 'k1',
-            },
-          ],
-          T0 + 10,
-          CEILING,
-        ),
+        recordSuccesses(db, [successOf(claimedHead!)], T0 + 10, CEILING),
         new Promise((r) => setTimeout(r, Math.random() * 5)).then(() =>
           claimAt(claimer, T0 + 20, FILLERS + 5),
         ),

@@ -18,6 +18,7 @@ import {
   claimAt,
   deliveriesOf,
   openQueueStore,
+  successOf,
   type QueueStore,
 } from './queue-fixtures.js';
 
@@ -110,24 +111,7 @@ describe.runIf(STORE_KINDS.includes('postgres'))(
         async (tx) => {
           [next] = await addDeliveriesWithin(tx, 'ep', [T0 + 20], 'next', ['k1'], 2);
         },
-        () =>
-          recordSuccesses(
-            db,
-            [
-              {
-                id: head.id,
-                attempt: head.attempts,
-                status: 200,
-                endpoint_id: 'ep',
-                tenant_id: 'acme',
-                fast: true,
-                answerMs: null,
-                ordering_key: 'k1',
-              },
-            ],
-            T0 + 10,
-            CEILING,
-          ),
+        () => recordSuccesses(db, [successOf(head)], T0 + 10, CEILING),
       );
       const [state] = await deliveriesOf(db, [next]);
       expect(state!.status).toBe('pending');

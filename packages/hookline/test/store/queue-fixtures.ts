@@ -2,7 +2,7 @@
 // with their queues, one message per delivery (so a claim's payload can be matched to its delivery),
 // and deliveries inserted by the store's own insertDeliveries. Times are explicit epoch milliseconds
 // around T0; nothing here sleeps or reads the clock.
-import type { ClaimedAttempt } from '../../src/store/attempts.js';
+import type { ClaimedAttempt, SuccessRecord } from '../../src/store/attempts.js';
 import type { Db, Queryable } from '../../src/store/db.js';
 import {
   claimDeliveries,
@@ -248,6 +248,22 @@ export function claimAt(
 }
 
 /** Sorted ids of claimed or returned rows. */
+/** A claimed attempt's 200, as a flush records it (quick, no answer time), for recordSuccesses. */
+export function successOf(
+  c: Pick<ClaimedAttempt, 'id' | 'attempts' | 'endpoint_id' | 'ordering_key'>,
+): SuccessRecord {
+  return {
+    id: c.id,
+    attempt: c.attempts,
+    status: 200,
+    endpoint_id: c.endpoint_id,
+    tenant_id: 'acme',
+    fast: true,
+    answerMs: null,
+    ordering_key: c.ordering_key,
+  };
+}
+
 export function idsOf(rows: readonly { id: string }[]): string[] {
   return rows.map((r) => r.id).sort();
 }

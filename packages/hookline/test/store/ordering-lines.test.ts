@@ -27,6 +27,7 @@ import {
   openQueueStore,
   queueOf,
   settlement,
+  successOf,
   type QueueStore,
 } from './queue-fixtures.js';
 
@@ -57,22 +58,7 @@ describe.each(STORE_KINDS)('ordering lines on %s', (kind) => {
   /** Records successes the way the outcome writer does (SQLite: one transaction; PostgreSQL too when keyed). */
   const succeed = (
     claimed: { id: string; attempts: number; endpoint_id: string; ordering_key: string | null }[],
-  ) =>
-    recordSuccesses(
-      store.db,
-      claimed.map((c) => ({
-        id: c.id,
-        attempt: c.attempts,
-        status: 200,
-        endpoint_id: c.endpoint_id,
-        tenant_id: 'acme',
-        fast: true,
-        answerMs: null,
-        ordering_key: c.ordering_key,
-      })),
-      T0 + 10,
-      CEILING,
-    );
+  ) => recordSuccesses(store.db, claimed.map(successOf), T0 + 10, CEILING);
 
   it('a keyed delivery is held behind an unfinished earlier one; the queue counts it but is not due for it', async () => {
     const { db } = store;

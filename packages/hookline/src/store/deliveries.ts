@@ -117,9 +117,9 @@ const LINE_COLUMNS = { item_endpoint: 'text', item_key: 'text' } as const;
 const OPEN_IN_LINE = 'completed_at IS NULL';
 
 /**
- * Lines that already have an unfinished delivery (docs/architecture.md, "Ordering keys"). Run with the
- * lines' queue rows locked: the transitions that end a line's head lock them too, so a new delivery
- * and the end of the one before it cannot miss each other.
+ * Lines that already have an unfinished delivery (docs/architecture.md, "Ordering keys"). SQLite's
+ * path: its one writer keeps a new delivery and the end of the one before it from missing each other
+ * (PostgreSQL's insertDeliveriesPostgres locks the queue rows for that).
  */
 async function openLines(q: Queryable, lines: readonly Line[]): Promise<Set<string>> {
   const t = jsonRecords(q.dialect, 1, LINE_COLUMNS);
@@ -206,16 +206,14 @@ async function insertDeliveriesPostgres(
   );
 }
 
-/** The keyed rows that wait behind an earlier delivery of their line, already there or in `rows`. */
+/**
+ * The keyed rows that wait behind an earlier delivery of their line, already there or in `rows`
+ * (SQLite; see openLines).
+ */
 async function heldInLines(q: Queryable, rows: readonly NewDelivery[]): Promise<Set<NewDelivery>> {
   const keyed = rows.filter((r) => r.ordering_key !== null);
   const held = new Set<NewDelivery>();
   if (keyed.length === 0) return held;
-  // Every queue row of the batch, in id order before anything else: the lock order.
-  await lockQueues(
-    q,
-    rows.map((r) => r.endpoint_id),
-  );
   const lines = new Map<string, NewDelivery[]>();
   for (const r of keyed) {
     const id = lineId(r);

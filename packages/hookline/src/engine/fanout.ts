@@ -1,9 +1,10 @@
 // Fan-out: each message becomes one delivery per active endpoint of its tenant whose filter matches,
 // as the endpoints are at fan-out time (docs/architecture.md, "Fan-out"). Work goes in bounded
 // transactions: at most the store's fanOutChunk deliveries each (store/db.ts, Capabilities), so no
-// transaction holds SQLite's writer for more than a few milliseconds, however many endpoints subscribe. A message with more matching
-// endpoints than that is fanned out over several transactions; its `fanout_cursor` remembers the last
-// endpoint done, so a crash in between resumes where it stopped and creates nothing twice.
+// transaction holds SQLite's writer for more than a few milliseconds, however many endpoints
+// subscribe. A message with more matching endpoints than that is fanned out over several
+// transactions; its fan-out queue row's `cursor` remembers the last endpoint done, so a crash in
+// between resumes where it stopped and creates nothing twice.
 import { matchesEventFilter } from '../catalogue/index.js';
 import type { Context } from '../context.js';
 import { newId } from '../ids.js';
@@ -74,7 +75,7 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
     };
     for (const message of messages) {
       const before = rows.length;
-      let cursor = message.fanout_cursor ?? '';
+      let cursor = message.cursor ?? '';
       let complete = false;
       let full = false;
       while (!full && reads < readBudget) {
@@ -103,7 +104,7 @@ export async function fanOutBatch(ctx: Context, limit = FANOUT_BATCH): Promise<F
     }
     // The messages first: inserting the deliveries updates their endpoints' queue rows, which a claim
     // skips while they are locked (PostgreSQL), so that comes last, just before the commit.
-    await advanceFanout(tx, done, partial, now);
+    await advanceFanout(tx, done, partial);
     await numberInFanoutOrder(tx, rows);
     await insertDeliveries(tx, rows, now);
     return { messages: done.length + (partial ? 1 : 0), deliveries: rows.length };
@@ -214,7 +215,7 @@ export async function insertAndFanOut(
   const matched = tx.capabilities.fanOutOnEmit
     ? await matchOnEmit(tx, messages)
     : new Map<number, string[]>();
-  for (const i of matched.keys()) messages[i]!.fanned_out_at = now;
+  for (const i of matched.keys()) messages[i]!.awaits_fanout = false;
   const seqs = await insertMessages(tx, messages);
   const rows: NewDelivery[] = [];
   for (const [i, endpointIds] of matched) {

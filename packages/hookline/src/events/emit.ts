@@ -285,7 +285,7 @@ export class Emitter {
       idempotency_key: p.key,
       idempotency_fingerprint: p.fingerprint,
       created_at: now,
-      fanned_out_at: null,
+      awaits_fanout: true,
       ordering_key: p.orderingKey,
       ordering_key_sealed: p.orderingKeySealed,
       trace_context: p.traceContext,

@@ -3,8 +3,8 @@
 // the product's connection, whose search_path is the product's: every name is qualified with
 // hookline's schema.
 //
-// It writes only new rows: the messages (fanned_out_at NULL, so the workers fan them out after the
-// commit) and, for a tenant never seen before, its tenant row. It takes no lock on any row other
+// It writes only new rows: the messages, each with its fan-out queue row (so the workers fan them out
+// after the commit), and, for a tenant never seen before, its tenant row. It takes no lock on any row other
 // transactions need: no endpoint queue row, no counter, no existing tenant row. A product
 // transaction may stay open for seconds; whatever it holds until then must be its own. The ordering
 // numbers come from a sequence, whose nextval() is not transactional and takes no lasting lock.
@@ -74,16 +74,23 @@ new_tenants AS (
 ),
 written AS (
   INSERT INTO ${s}.messages AS m (id, tenant_id, event_type, payload, idempotency_key,
-    idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_seq, ordering_key_sealed)
+    idempotency_fingerprint, created_at, ordering_key, ordering_seq, ordering_key_sealed)
   SELECT i.id, i.tenant_id, i.event_type, decode(i.payload_hex, 'hex'), i.idempotency_key, i.fingerprint,
-    $8::bigint, NULL, i.ordering_key,
+    $8::bigint, i.ordering_key,
     CASE WHEN i.ordering_key IS NULL THEN NULL ELSE nextval('${sequence}') END,
     decode(i.ordering_key_hex, 'hex')
   FROM input i ORDER BY i.ord
   ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL
   DO UPDATE SET idempotency_key =
     CASE WHEN m.created_at <= $8::bigint - $9::bigint THEN NULL ELSE m.idempotency_key END
-  RETURNING m.id, m.tenant_id, m.idempotency_key, m.idempotency_fingerprint, m.created_at
+  RETURNING m.id, m.tenant_id, m.event_type, m.idempotency_key, m.idempotency_fingerprint, m.created_at,
+    m.ordering_key, m.ordering_seq
+),
+queued AS (
+  -- The rows this statement inserted, not those an Idempotency-Key answered with.
+  INSERT INTO ${s}.fanout_queue (message_id, tenant_id, event_type, created_at, ordering_key, ordering_seq)
+  SELECT w.id, w.tenant_id, w.event_type, w.created_at, w.ordering_key, w.ordering_seq
+  FROM written w JOIN input i ON i.id = w.id
 ),
 woken AS (SELECT pg_notify($10, $11) AS sent)
 SELECT i.ord, w.id, w.idempotency_fingerprint AS fingerprint, w.created_at

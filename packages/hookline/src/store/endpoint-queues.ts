@@ -489,12 +489,13 @@ export async function lockQueues(q: Queryable, endpointIds: readonly string[]): 
  * fan-out and flush of an endpoint writes a new version of its one row, a thousand a second under a
  * stream of emits, and every claim reads the table: left to autovacuum, which visits a database at
  * most once a minute, the table of three rows grew by a page every few seconds and each claim read
- * all of it. Vacuumed every few seconds it stays a few pages long (docs/scaling.md, "Vacuum").
- * SKIP_LOCKED: a vacuum already under way (another worker's) is enough.
+ * all of it. Vacuumed every few seconds it stays a few pages long (docs/scaling.md, "Vacuum"). The
+ * fan-out queue (store/messages.ts) likewise: a row inserted and deleted per message, read by every
+ * fan-out. SKIP_LOCKED: a vacuum already under way (another worker's) is enough.
  */
 export async function vacuumQueues(q: Queryable): Promise<void> {
   if (q.dialect !== 'postgres') return;
-  await q.run('VACUUM (SKIP_LOCKED) endpoint_queues');
+  await q.run('VACUUM (SKIP_LOCKED) endpoint_queues, fanout_queue');
 }
 
 /** When the soonest endpoint becomes claimable, from the ready index alone. */

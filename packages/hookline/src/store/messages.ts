@@ -17,9 +17,12 @@ export interface MessageRow {
   idempotency_key: string | null;
   idempotency_fingerprint: string | null;
   created_at: number;
-  fanned_out_at: number | null;
-  /** The last endpoint id a partial fan-out reached (engine/fanout.ts); null before it starts. */
-  fanout_cursor?: string | null;
+  /**
+   * Whether the workers fan it out: written with a row in fanout_queue. False for a message fanned out
+   * in its emit's own transaction (engine/fanout.ts, insertAndFanOut). Not a column: a message is never
+   * changed after its insert (migration 016).
+   */
+  awaits_fanout: boolean;
   /**
    * Deliveries of messages sharing a key go one at a time per endpoint, in emit order (§6). The key's
    * keyed hash, never the key (engine/sealing.ts, storedKeys).
@@ -31,7 +34,7 @@ export interface MessageRow {
   trace_context: string | null;
 }
 
-const MESSAGE_COLUMNS = 10;
+const MESSAGE_COLUMNS = 9;
 
 /**
  * The `ordering_seq` of keyed messages comes from the database's one ordering counter: a sequence on
@@ -62,7 +65,7 @@ export async function nextOrderingSeqs(q: Queryable, count: number): Promise<num
 }
 
 const INSERT_COLUMNS = `id, tenant_id, event_type, payload, idempotency_key,
-  idempotency_fingerprint, created_at, fanned_out_at, ordering_key, ordering_key_sealed, ordering_seq`;
+  idempotency_fingerprint, created_at, ordering_key, ordering_key_sealed, ordering_seq`;
 const INSERT_MESSAGE = `INSERT INTO messages (${INSERT_COLUMNS})`;
 /**
  * With the emits' trace context (tracing on): without tracing, PostgreSQL's multi-row insert leaves
@@ -70,13 +73,19 @@ const INSERT_MESSAGE = `INSERT INTO messages (${INSERT_COLUMNS})`;
  */
 const INSERT_TRACED_MESSAGE = `INSERT INTO messages (${INSERT_COLUMNS}, trace_context)`;
 /** SQLite's one-row insert: one text, so the prepared-statement cache finds it without building it per row. */
-const INSERT_MESSAGE_ROW = `${INSERT_TRACED_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`;
+const INSERT_MESSAGE_ROW = `${INSERT_TRACED_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
+const QUEUE_COLUMNS =
+  'message_id, tenant_id, event_type, created_at, ordering_key, ordering_seq, trace_context';
+const QUEUE_FANOUT_ROW = `INSERT INTO fanout_queue (${QUEUE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`;
+/** A fanout_queue row's values, read off its message's row. */
+const QUEUED_FROM_MESSAGE =
+  'id, tenant_id, event_type, created_at, ordering_key, ordering_seq, trace_context';
 
 /**
- * Inserts messages (group commit of emits): on PostgreSQL one multi-row statement per few hundred, a
- * round trip each; on SQLite, where a statement costs no round trip, one prepared row statement per
- * message, so no statement text is built and prepared per group size. Answers each row's
- * `ordering_seq` (null for unkeyed rows), in the order of `rows`.
+ * Inserts messages (group commit of emits), each that awaits fan-out with its fanout_queue row: on
+ * PostgreSQL one statement per few hundred, a round trip each; on SQLite, where a statement costs no
+ * round trip, prepared row statements, so no statement text is built and prepared per group size.
+ * Answers each row's `ordering_seq` (null for unkeyed rows), in the order of `rows`.
  */
 export async function insertMessages(q: Queryable, rows: readonly MessageRow[]): Promise<(number | null)[]> {
   if (q.dialect === 'sqlite') {
@@ -94,12 +103,22 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
         row.idempotency_key,
         row.idempotency_fingerprint,
         row.created_at,
-        row.fanned_out_at,
         row.ordering_key,
         row.ordering_key_sealed,
         rowSeq,
         row.trace_context,
       ]);
+      if (row.awaits_fanout) {
+        await q.run(QUEUE_FANOUT_ROW, [
+          row.id,
+          row.tenant_id,
+          row.event_type,
+          row.created_at,
+          row.ordering_key,
+          rowSeq,
+          row.trace_context,
+        ]);
+      }
     }
     return seqs;
   }
@@ -111,7 +130,7 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
     const insert = traced ? INSERT_TRACED_MESSAGE : INSERT_MESSAGE;
     const tuples = chunk.map((row) => {
       params.push(row.id, row.tenant_id, row.event_type, row.payload, row.idempotency_key);
-      params.push(row.idempotency_fingerprint, row.created_at, row.fanned_out_at, row.ordering_key);
+      params.push(row.idempotency_fingerprint, row.created_at, row.ordering_key);
       const key = params.length;
       params.push(row.ordering_key_sealed);
       const values = placeholders(MESSAGE_COLUMNS, params.length - MESSAGE_COLUMNS + 1);
@@ -120,25 +139,32 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
       params.push(row.trace_context);
       return `(${values}, ${seq}, $${params.length})`;
     });
-    if (!chunk.some((r) => r.ordering_key !== null)) {
-      await q.run(`${insert} VALUES ${tuples.join(', ')}`, params);
+    const keyedChunk = chunk.some((r) => r.ordering_key !== null);
+    const awaiting = chunk.filter((r) => r.awaits_fanout);
+    let sql = `${insert} VALUES ${tuples.join(', ')}`;
+    if (awaiting.length > 0) {
+      // A chunk some of whose messages were fanned out with their emit names the others.
+      let which = '';
+      if (awaiting.length < chunk.length) {
+        params.push(JSON.stringify(awaiting.map((r) => r.id)));
+        which = ` WHERE id IN (${jsonTextArray(q.dialect, params.length)})`;
+      }
+      sql = `WITH written AS (${sql} RETURNING ${QUEUED_FROM_MESSAGE}),
+        queued AS (INSERT INTO fanout_queue (${QUEUE_COLUMNS}) SELECT ${QUEUED_FROM_MESSAGE} FROM written${which})
+        SELECT id, ordering_seq FROM written WHERE ordering_seq IS NOT NULL`;
+    } else if (keyedChunk) sql += ' RETURNING id, ordering_seq';
+    if (!keyedChunk) {
+      await q.run(sql, params);
       continue;
     }
-    const keyed = await q.all<{ id: string; ordering_seq: string }>(
-      `${insert} VALUES ${tuples.join(', ')} RETURNING id, ordering_seq`,
-      params,
-    );
+    const keyed = await q.all<{ id: string; ordering_seq: string | null }>(sql, params);
     for (const k of keyed) if (k.ordering_seq !== null) seqOf.set(k.id, Number(k.ordering_seq));
   }
   return rows.map((r) => seqOf.get(r.id) ?? null);
 }
 
 /**
- * Whether a message of this tenant and ordering key still awaits fan-out: a later message of the key
- * must then wait for the workers' fan-out too, so the line learns of its deliveries in emit order.
- */
-/**
- * Writes a test message (POST /v1/webhooks/:id/test): already fanned out, since its one delivery is
+ * Writes a test message (POST /v1/webhooks/:id/test): never in fanout_queue, since its one delivery is
  * written with it, so no fan-out ever sends it to another endpoint; unkeyed and without idempotency.
  */
 export async function insertTestMessage(
@@ -146,16 +172,20 @@ export async function insertTestMessage(
   row: Pick<MessageRow, 'id' | 'tenant_id' | 'event_type' | 'payload' | 'created_at'>,
 ): Promise<void> {
   await q.run(
-    `INSERT INTO messages (id, tenant_id, event_type, payload, created_at, fanned_out_at, is_test)
-     VALUES ($1, $2, $3, $4, $5, $5, 1)`,
+    `INSERT INTO messages (id, tenant_id, event_type, payload, created_at, is_test)
+     VALUES ($1, $2, $3, $4, $5, 1)`,
     [row.id, row.tenant_id, row.event_type, row.payload, row.created_at],
   );
 }
 
+/**
+ * Whether a message of this tenant and ordering key still awaits fan-out: a later message of the key
+ * must then wait for the workers' fan-out too, so the line learns of its deliveries in emit order.
+ */
 export async function keyAwaitsFanout(q: Queryable, tenantId: string, orderingKey: string): Promise<boolean> {
   const row = await q.one(
-    `SELECT 1 AS awaiting FROM messages
-     WHERE tenant_id = $1 AND ordering_key = $2 AND fanned_out_at IS NULL AND ordering_key IS NOT NULL LIMIT 1`,
+    `SELECT 1 AS awaiting FROM fanout_queue
+     WHERE tenant_id = $1 AND ordering_key = $2 AND ordering_key IS NOT NULL LIMIT 1`,
     [tenantId, orderingKey],
   );
   return row !== undefined;
@@ -221,8 +251,8 @@ export async function getPayloads(
  */
 export async function claimForFanout(q: Queryable, limit: number): Promise<FanoutMessage[]> {
   let rows = await q.all<FanoutMessage>(
-    `SELECT id, tenant_id, event_type, fanout_cursor, ordering_key, ordering_seq, trace_context FROM messages
-     WHERE fanned_out_at IS NULL ORDER BY created_at ${limitParam(1)} ${forUpdate(q.dialect, true)}`,
+    `SELECT ${FANOUT_COLUMNS} FROM fanout_queue
+     ORDER BY created_at ${limitParam(1)} ${forUpdate(q.dialect, true)}`,
     [limit],
   );
   if (!rows.some((r) => r.ordering_key !== null)) return rows;
@@ -262,12 +292,11 @@ async function claimEarlierOfKeys(
 ): Promise<FanoutMessage[]> {
   const t = jsonRecords(q.dialect, 1, { item_tenant: 'text', item_key: 'text', item_seq: 'bigint' });
   return q.all<FanoutMessage>(
-    `SELECT p.id, p.tenant_id, p.event_type, p.fanout_cursor, p.ordering_key, p.ordering_seq, p.trace_context
-     FROM messages p
-     WHERE p.fanned_out_at IS NULL AND p.ordering_key IS NOT NULL
+    `SELECT ${FANOUT_COLUMNS} FROM fanout_queue p
+     WHERE p.ordering_key IS NOT NULL
        AND EXISTS (SELECT 1 FROM ${t} WHERE p.tenant_id = t.item_tenant AND p.ordering_key = t.item_key
          AND p.ordering_seq < t.item_seq)
-       AND p.id NOT IN (${jsonTextArray(q.dialect, 2)})
+       AND p.message_id NOT IN (${jsonTextArray(q.dialect, 2)})
      ORDER BY p.ordering_seq ${limitParam(3)} ${forUpdate(q.dialect, true, 'p')}`,
     [
       JSON.stringify(
@@ -285,8 +314,16 @@ async function claimEarlierOfKeys(
 
 export type FanoutMessage = Pick<
   MessageRow,
-  'id' | 'tenant_id' | 'event_type' | 'fanout_cursor' | 'ordering_key' | 'trace_context'
-> & { ordering_seq: number | null };
+  'id' | 'tenant_id' | 'event_type' | 'ordering_key' | 'trace_context'
+> & {
+  ordering_seq: number | null;
+  /** The last endpoint id a partial fan-out reached (engine/fanout.ts); null before it starts. */
+  cursor: string | null;
+};
+
+/** A fanout_queue row as fan-out reads it (FanoutMessage). */
+const FANOUT_COLUMNS =
+  'message_id AS id, tenant_id, event_type, cursor, ordering_key, ordering_seq, trace_context';
 
 /**
  * Keyed messages that must wait for an earlier message of their key, not yet fanned out and not in
@@ -304,9 +341,9 @@ async function waitingBehindEarlier(q: Queryable, batch: readonly FanoutMessage[
   });
   const blocked = await q.all<{ id: string }>(
     `SELECT t.item_id AS id FROM ${t}
-     WHERE EXISTS (SELECT 1 FROM messages p
-       WHERE p.tenant_id = t.item_tenant AND p.ordering_key = t.item_key AND p.fanned_out_at IS NULL
-         AND p.ordering_seq < t.item_seq AND p.id NOT IN (${jsonTextArray(q.dialect, 2)}))`,
+     WHERE EXISTS (SELECT 1 FROM fanout_queue p
+       WHERE p.tenant_id = t.item_tenant AND p.ordering_key = t.item_key AND p.ordering_key IS NOT NULL
+         AND p.ordering_seq < t.item_seq AND p.message_id NOT IN (${jsonTextArray(q.dialect, 2)}))`,
     [
       JSON.stringify(
         keyed.map((m) => ({
@@ -334,31 +371,31 @@ async function waitingBehindEarlier(q: Queryable, batch: readonly FanoutMessage[
   return waiting;
 }
 
-/** Marks messages fanned out, and records how far a partly fanned-out one has come. */
+/** Takes fanned-out messages off the fan-out queue, and records how far a partly fanned-out one has come. */
 export async function advanceFanout(
   q: Queryable,
   done: readonly string[],
   partial: { id: string; cursor: string } | null,
-  now: number,
 ): Promise<void> {
   if (done.length > 0) {
-    await q.run(`UPDATE messages SET fanned_out_at = $1 WHERE id IN (${placeholders(done.length, 2)})`, [
-      now,
-      ...done,
-    ]);
+    // = ANY(ARRAY(…)) on PostgreSQL: primary-key lookups whatever the plan thinks of the table's size
+    // (store/db.ts, notIndexed).
+    const ids = jsonTextArray(q.dialect, 1);
+    const which = q.dialect === 'postgres' ? `= ANY(ARRAY(${ids}))` : `IN (${ids})`;
+    await q.run(`DELETE FROM fanout_queue WHERE message_id ${which}`, [JSON.stringify(done)]);
   }
   if (partial) {
-    await q.run('UPDATE messages SET fanout_cursor = $2 WHERE id = $1', [partial.id, partial.cursor]);
+    await q.run('UPDATE fanout_queue SET cursor = $2 WHERE message_id = $1', [partial.id, partial.cursor]);
   }
 }
 
 /** Whether any message awaits fan-out: one probe of the partial index, outside any transaction. */
 export async function anyAwaitingFanout(q: Queryable): Promise<boolean> {
-  const row = await q.one('SELECT 1 AS awaiting FROM messages WHERE fanned_out_at IS NULL LIMIT 1');
+  const row = await q.one('SELECT 1 AS awaiting FROM fanout_queue LIMIT 1');
   return row !== undefined;
 }
 
 export async function countAwaitingFanout(q: Queryable): Promise<number> {
-  const row = await q.one<{ n: number }>('SELECT COUNT(*) AS n FROM messages WHERE fanned_out_at IS NULL');
+  const row = await q.one<{ n: number }>('SELECT COUNT(*) AS n FROM fanout_queue');
   return Number(row?.n ?? 0);
 }

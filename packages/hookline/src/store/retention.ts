@@ -23,7 +23,8 @@ export async function pruneOrphanMessages(q: Queryable, before: number): Promise
   return q.run(
     `DELETE FROM messages WHERE id IN (
        SELECT m.id FROM messages m
-       WHERE m.id < $2 AND m.created_at < $1 AND m.fanned_out_at IS NOT NULL
+       WHERE m.id < $2 AND m.created_at < $1
+         AND NOT EXISTS (SELECT 1 FROM fanout_queue f WHERE f.message_id = m.id)
          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)
          AND NOT EXISTS (SELECT 1 FROM dead_letters dl WHERE dl.message_id = m.id)
        LIMIT ${BATCH})`,

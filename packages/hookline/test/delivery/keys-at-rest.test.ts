@@ -163,7 +163,7 @@ describe.each(STORE_KINDS)('ordering and Idempotency-Keys at rest on %s', (kind)
         idempotency_key: i === 0 ? keys.idempotency : null,
         idempotency_fingerprint: i === 0 ? envelope.digest(fingerprintText(input)) : null,
         created_at: now,
-        fanned_out_at: now,
+        awaits_fanout: false,
         ordering_key: keys.ordering,
         ordering_key_sealed: null,
         trace_context: null,

@@ -269,20 +269,19 @@ describe.each(STORE_KINDS)('ordering lines on %s', (kind) => {
     // m2 was written with an earlier clock reading than m1 but after it in emit order (two API
     // processes whose clocks disagree): a batch ordered by time reads m2 before m1.
     await db.run(
-      `INSERT INTO messages (id, tenant_id, event_type, payload, created_at, ordering_key, ordering_seq)
-       VALUES ('m1', 'acme', 'user.updated', $1, ${T0}, 'k', 1), ('m2', 'acme', 'user.updated', $1, ${T0 - 5}, 'k', 2),
-         ('m3', 'acme', 'user.updated', $1, ${T0 - 10}, 'other', 3), ('m4', 'acme', 'user.updated', $1, ${T0 - 8}, NULL, NULL)`,
-      [Buffer.from('x')],
+      `INSERT INTO fanout_queue (message_id, tenant_id, event_type, created_at, ordering_key, ordering_seq)
+       VALUES ('m1', 'acme', 'user.updated', ${T0}, 'k', 1), ('m2', 'acme', 'user.updated', ${T0 - 5}, 'k', 2),
+         ('m3', 'acme', 'user.updated', ${T0 - 10}, 'other', 3), ('m4', 'acme', 'user.updated', ${T0 - 8}, NULL, NULL)`,
     );
     const batch = async (limit: number) =>
       (await db.transaction((tx) => claimForFanout(tx, limit))).map((m) => m.id);
     // A batch that reads m2 takes m1, the earlier message of its key, in with it, first: m2 never
     // waits on a message no worker is fanning out.
     expect(await batch(3)).toEqual(['m1', 'm3', 'm4', 'm2']);
-    await db.run(`UPDATE messages SET fanned_out_at = ${T0} WHERE id IN ('m3', 'm4')`);
+    // Fanned out: off the queue.
+    await db.run(`DELETE FROM fanout_queue WHERE message_id IN ('m3', 'm4')`);
     expect(await batch(1)).toEqual(['m1', 'm2']);
-    await db.run(`UPDATE messages SET fanned_out_at = NULL WHERE id IN ('m3', 'm4')`);
-    await db.run(`UPDATE messages SET fanned_out_at = ${T0} WHERE id IN ('m1', 'm3', 'm4')`);
+    await db.run(`DELETE FROM fanout_queue WHERE message_id = 'm1'`);
     expect(await batch(1)).toEqual(['m2']);
   });
 
@@ -291,10 +290,9 @@ describe.each(STORE_KINDS)('ordering lines on %s', (kind) => {
     async () => {
       const { db } = store;
       await db.run(
-        `INSERT INTO messages (id, tenant_id, event_type, payload, created_at, ordering_key, ordering_seq)
-         VALUES ('m1', 'acme', 'user.updated', $1, ${T0}, 'k', 1), ('m2', 'acme', 'user.updated', $1, ${T0 + 5}, 'k', 2),
-           ('m3', 'acme', 'user.updated', $1, ${T0 + 10}, NULL, NULL)`,
-        [Buffer.from('x')],
+        `INSERT INTO fanout_queue (message_id, tenant_id, event_type, created_at, ordering_key, ordering_seq)
+         VALUES ('m1', 'acme', 'user.updated', ${T0}, 'k', 1), ('m2', 'acme', 'user.updated', ${T0 + 5}, 'k', 2),
+           ('m3', 'acme', 'user.updated', ${T0 + 10}, NULL, NULL)`,
       );
       const other = store.open();
       let release!: () => void;

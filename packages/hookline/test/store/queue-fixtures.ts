@@ -111,10 +111,10 @@ export async function addDeliveriesWithin(
     const params: (string | number | Buffer)[] = [];
     const tuples = chunk.map((id, i) => {
       params.push(`msg-${id}`, payloadOf(id));
-      return `($${2 * i + 1}, 'acme', 'user.updated', $${2 * i + 2}, ${T0}, ${T0})`;
+      return `($${2 * i + 1}, 'acme', 'user.updated', $${2 * i + 2}, ${T0})`;
     });
     await tx.run(
-      `INSERT INTO messages (id, tenant_id, event_type, payload, created_at, fanned_out_at)
+      `INSERT INTO messages (id, tenant_id, event_type, payload, created_at)
        VALUES ${tuples.join(', ')}`,
       params,
     );

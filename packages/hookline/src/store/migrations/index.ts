@@ -16,6 +16,7 @@ import * as m012 from './012-test-messages.js';
 import * as m013 from './013-trace-context.js';
 import * as m014 from './014-hashed-keys.js';
 import * as m015 from './015-answer-times.js';
+import * as m016 from './016-fanout-queue.js';
 import type { ConvertContext, KeyConverter } from './014-hashed-keys.js';
 
 export type { KeyConverter } from './014-hashed-keys.js';
@@ -47,6 +48,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 13, ...m013 },
   { version: 14, ...m014 },
   { version: 15, ...m015 },
+  { version: 16, ...m016 },
 ];
 
 export const LATEST_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -63,6 +63,7 @@ import { CLK_TCK } from './lib/window.js';
 // The baselines' packages are installed on first use (lib/bench-deps.js), before the cases load them.
 ensureBenchDeps((m) => process.stderr.write(`${m}\n`));
 const { CASES, scale } = await import('./lib/cases.js');
+const { postgresServer } = await import('./lib/hookline.js');
 
 function parseArgs(argv) {
   const args = { quick: false, only: null, repeat: 1, skipMemory: false, help: false };
@@ -408,7 +409,7 @@ function buildTable(spec, results, notes, ran) {
 
 // ---- running --------------------------------------------------------------------------------------
 
-function machine() {
+function machine(postgres) {
   const sh = (cmd) => {
     try {
       return execSync(cmd, { stdio: ['ignore', 'pipe', 'ignore'] })
@@ -426,6 +427,7 @@ function machine() {
       .map((l) => fmt(l, 1))
       .join(' ')}`,
     `- commit ${sh('git rev-parse --short HEAD')}${dirty}`,
+    ...(postgres ? [`- ${postgres}`] : []),
   ].join('\n');
 }
 
@@ -532,7 +534,7 @@ async function main() {
     '',
     `- command: \`${command}\``,
     `- date: ${new Date().toISOString()}`,
-    machine(),
+    machine(await postgresServer()),
     `- ${header}`,
     '',
     table,

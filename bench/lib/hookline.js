@@ -31,6 +31,26 @@ async function pgQuery(sql) {
   }
 }
 
+/**
+ * The PostgreSQL server the cases ran on, for the run's notes: its version and the settings that move
+ * its CPU and WAL per delivery. `autovacuum` above all: off, no table is vacuumed but those hookline's
+ * workers vacuum themselves (docs/scaling.md, "Vacuum"), and graphile-worker's are not. Null when
+ * the server cannot be reached.
+ */
+export async function postgresServer() {
+  try {
+    const { rows } = await pgQuery(
+      `SELECT split_part(current_setting('server_version'), ' ', 1) AS version, name,
+         current_setting(name) AS setting
+       FROM pg_settings WHERE name IN ('autovacuum', 'synchronous_commit', 'shared_buffers', 'fsync') ORDER BY name`,
+    );
+    const settings = rows.map((r) => `${r.name} ${r.setting}`).join(', ');
+    return `PostgreSQL ${rows[0]?.version ?? '?'} at ${new URL(PG_URL).host}: ${settings}`;
+  } catch {
+    return null;
+  }
+}
+
 /** A fresh PostgreSQL schema for one run of something; dropped by the returned function. */
 export async function createSchema(prefix) {
   const schema = `${prefix}_${randomBytes(4).toString('hex')}`;

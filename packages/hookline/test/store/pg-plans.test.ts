@@ -13,6 +13,7 @@ import {
   recordSuccesses,
 } from '../../src/store/deliveries.js';
 import type { ClaimedAttempt } from '../../src/store/attempts.js';
+import { PgDb } from '../../src/store/postgres/pg-db.js';
 import { PG_URL, STORE_KINDS } from '../helpers/stores.js';
 import {
   CEILING,
@@ -116,6 +117,26 @@ describe.runIf(STORE_KINDS.includes('postgres'))('PostgreSQL plans of the queue 
     expect(await claimQuietly(db)).toHaveLength(8); // the adaptive limit's start
     expect(statements).toHaveLength(1);
     expect(await updateScans(statements[0]!)).toEqual(['Index Scan deliveries_pkey']);
+  });
+
+  it("plans the workers' claims once per connection, even when their first runs were cheap", async () => {
+    // One connection, so pg_prepared_statements shows the one that claimed.
+    const owner = new PgDb({ connectionString: PG_URL, schema: store.database.schema!, max: 1 });
+    const workers = owner.forWorkers();
+    try {
+      await addEndpoint(store.db, 'ep-a');
+      // An idle worker woken by single emits: left to choose, PostgreSQL found each custom plan of
+      // these cheaper than the generic one and planned the claim afresh every time.
+      for (let i = 0; i < 20; i++)
+        await claimDeliveries(workers, { now: T0, leaseUntil: T0 + LEASE_MS, limit: 1, ceiling: CEILING });
+      const plans = await workers.all<{ generic_plans: number; custom_plans: number }>(
+        `SELECT generic_plans, custom_plans FROM pg_prepared_statements
+         WHERE statement LIKE '%WITH ready AS%' AND statement NOT LIKE '%pg_prepared_statements%'`,
+      );
+      expect(plans.map((p) => [Number(p.generic_plans), Number(p.custom_plans)])).toEqual([[20, 0]]);
+    } finally {
+      await owner.close();
+    }
   });
 
   it('fences outcomes by primary key, not by scanning the deliveries in flight', async () => {

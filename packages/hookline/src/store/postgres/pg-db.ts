@@ -126,11 +126,15 @@ export const POSTGRES_CAPABILITIES: Capabilities = {
   claimSpacingMs: 5,
 };
 
-/** The `options` startup parameter: the schema to work in, and how commits wait (PgDbOptions). */
+/**
+ * The `options` startup parameter: the schema to work in, how commits wait and how prepared
+ * statements are planned (PgDbOptions).
+ */
 function startupOptions(options: PgDbOptions): { options?: string } {
   const settings = [
     ...(options.schema ? [`-c search_path=${options.schema}`] : []),
     ...(options.synchronousCommit === false ? ['-c synchronous_commit=off'] : []),
+    ...(options.genericPlans ? ['-c plan_cache_mode=force_generic_plan'] : []),
   ];
   return settings.length > 0 ? { options: settings.join(' ') } : {};
 }
@@ -158,6 +162,11 @@ export interface PgDbOptions {
    * workers' transitions (Db.forWorkers).
    */
   synchronousCommit?: boolean;
+  /**
+   * true: a prepared statement is planned once per connection, whatever its parameters
+   * (plan_cache_mode = force_generic_plan), for the workers' transitions (Db.forWorkers).
+   */
+  genericPlans?: boolean;
 }
 
 export class PgDb implements Db {
@@ -291,10 +300,17 @@ export class PgDb implements Db {
    * fan-outs all write their endpoint's queue row, and a row lock is held until the commit is on disk:
    * waiting for the disk there made every writer of a busy endpoint queue up behind one fsync after
    * another (docs/architecture.md, "Commits the workers do not wait for").
+   *
+   * Its prepared statements are planned once. Left to choose, PostgreSQL plans a statement afresh at
+   * every execution when its first five custom plans cost less than the generic one, and a claim
+   * whose first executions took one delivery each (an idle worker woken by one emit) was planned at
+   * every claim from then on: ~600 µs of the primary's CPU per claim, against ~30 µs per claimed
+   * delivery (docs/architecture.md, "Claiming"). The workers' statements find their rows by key
+   * whatever the plan (store/db.ts, notIndexed).
    */
   forWorkers(): PgDb {
     if (this.options.synchronousCommit === false) return this;
-    return (this.workers ??= new PgDb({ ...this.options, synchronousCommit: false }));
+    return (this.workers ??= new PgDb({ ...this.options, synchronousCommit: false, genericPlans: true }));
   }
 
   /** The server checkpoints its own log. */

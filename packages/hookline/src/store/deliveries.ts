@@ -319,6 +319,11 @@ export function claimDeliveries(db: Db, o: ClaimOptions): Promise<ClaimedAttempt
   return db.dialect === 'postgres' ? claimPostgres(db, o) : claimSqlite(db, o);
 }
 
+/** claimDeliveries inside the caller's transaction (a flush's, a fan-out's), which it then commits. */
+export async function claimInTransaction(tx: Queryable, o: ClaimOptions): Promise<ClaimedAttempt[]> {
+  return tx.dialect === 'postgres' ? claimPostgres(tx, o) : (await claimWithin(tx, o)).attempts;
+}
+
 const REF_COLUMNS = { item_id: 'text', item_attempt: 'int' } as const;
 // The column sets are built once: a spread adding properties, run per flush, made a new hidden class
 // each time (V8's --log-maps showed it), and every read of such an object megamorphic.
@@ -405,9 +410,7 @@ export async function recordSuccessesThenClaim(
     return { rows: await recordSuccesses(db, items, now, ceiling), claimed: null };
   return db.transaction(async (tx) => {
     const rows = await recordSuccessesWithin(tx, items, now, ceiling);
-    const claimed =
-      tx.dialect === 'postgres' ? await claimPostgres(tx, next) : (await claimWithin(tx, next)).attempts;
-    return { rows, claimed };
+    return { rows, claimed: await claimInTransaction(tx, next) };
   });
 }
 

@@ -74,12 +74,10 @@ const INSERT_MESSAGE = `INSERT INTO messages (${INSERT_COLUMNS})`;
 const INSERT_TRACED_MESSAGE = `INSERT INTO messages (${INSERT_COLUMNS}, trace_context)`;
 /** SQLite's one-row insert: one text, so the prepared-statement cache finds it without building it per row. */
 const INSERT_MESSAGE_ROW = `${INSERT_TRACED_MESSAGE} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
-const QUEUE_COLUMNS =
-  'message_id, tenant_id, event_type, created_at, ordering_key, ordering_seq, trace_context';
+/** A fanout_queue row's columns after `message_id`, named as in the message's row. */
+const QUEUED_FROM_MESSAGE = 'tenant_id, event_type, created_at, ordering_key, ordering_seq, trace_context';
+const QUEUE_COLUMNS = `message_id, ${QUEUED_FROM_MESSAGE}`;
 const QUEUE_FANOUT_ROW = `INSERT INTO fanout_queue (${QUEUE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`;
-/** A fanout_queue row's values, read off its message's row. */
-const QUEUED_FROM_MESSAGE =
-  'id, tenant_id, event_type, created_at, ordering_key, ordering_seq, trace_context';
 
 /**
  * Inserts messages (group commit of emits), each that awaits fan-out with its fanout_queue row: on
@@ -149,8 +147,8 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
         params.push(JSON.stringify(awaiting.map((r) => r.id)));
         which = ` WHERE id IN (${jsonTextArray(q.dialect, params.length)})`;
       }
-      sql = `WITH written AS (${sql} RETURNING ${QUEUED_FROM_MESSAGE}),
-        queued AS (INSERT INTO fanout_queue (${QUEUE_COLUMNS}) SELECT ${QUEUED_FROM_MESSAGE} FROM written${which})
+      sql = `WITH written AS (${sql} RETURNING id, ${QUEUED_FROM_MESSAGE}),
+        queued AS (INSERT INTO fanout_queue (${QUEUE_COLUMNS}) SELECT id, ${QUEUED_FROM_MESSAGE} FROM written${which})
         SELECT id, ordering_seq FROM written WHERE ordering_seq IS NOT NULL`;
     } else if (keyedChunk) sql += ' RETURNING id, ordering_seq';
     if (!keyedChunk) {

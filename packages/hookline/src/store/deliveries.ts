@@ -319,7 +319,7 @@ export function claimDeliveries(db: Db, o: ClaimOptions): Promise<ClaimedAttempt
   return db.dialect === 'postgres' ? claimPostgres(db, o) : claimSqlite(db, o);
 }
 
-/** claimDeliveries inside the caller's transaction (a flush's, a fan-out's), which it then commits. */
+/** claimDeliveries inside the caller's transaction (a flush's that claims), which it then commits. */
 export async function claimInTransaction(tx: Queryable, o: ClaimOptions): Promise<ClaimedAttempt[]> {
   return tx.dialect === 'postgres' ? claimPostgres(tx, o) : (await claimWithin(tx, o)).attempts;
 }

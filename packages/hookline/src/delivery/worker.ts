@@ -178,7 +178,7 @@ export class DeliveryWorker {
         const result = await fanOutBatch(this.ctx);
         if (result.deliveries > 0) {
           this.claimWake.fire();
-          this.ctx.signal.notify('claim');
+          if (!this.claimsAll(result.deliveries)) this.ctx.signal.notify('claim');
         }
         // On SQLite a batch runs without ever leaving the event loop (the driver is synchronous): the
         // next one waits a turn, so the attempts already claimed get their sockets served meanwhile.
@@ -298,6 +298,16 @@ export class DeliveryWorker {
     if (!this.running) return 0;
     const room = this.capacity - this.held() + finishing;
     return room < this.lowWater ? 0 : room;
+  }
+
+  /**
+   * Whether this worker's next claim has room for `made` new deliveries. Then the other workers are not
+   * woken for them: an endpoint's limits hold across workers, so what this claim leaves they could not
+   * take either, and a worker woken for work already taken makes an empty claim.
+   */
+  private claimsAll(made: number): boolean {
+    const room = this.capacity - this.held();
+    return this.running && room >= this.lowWater && room >= made;
   }
 
   /** Attempts in flight, in the buffer and being claimed by a write: what counts against the capacity. */

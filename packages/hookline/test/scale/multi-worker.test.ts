@@ -172,6 +172,58 @@ describe.each(STORE_KINDS)('several workers on one %s database', (kind) => {
     30_000,
   );
 
+  /** The kinds of wake-up another process hears, and a way to await one. */
+  async function wakesHeardBy(listener: Context) {
+    const heard: string[] = [];
+    const waiters: (() => void)[] = [];
+    cleanup.push(
+      await listener.signal.onWake((kind) => {
+        heard.push(kind);
+        for (const w of waiters.splice(0)) w();
+      }),
+    );
+    const until = async (kind: string) => {
+      while (!heard.includes(kind)) await new Promise<void>((resolve) => waiters.push(resolve));
+    };
+    return { heard, until };
+  }
+
+  it.runIf(scaleOut)(
+    "a fan-out wakes the other workers only for deliveries its own worker's claim has no room for",
+    async () => {
+      // Capacity 2 (concurrency 1 plus its buffer): one delivery fits, three do not.
+      const { api, context } = await setup({ HOOKLINE_WORKER_CONCURRENCY: '1' });
+      const receiver = await startReceiver();
+      cleanup.push(() => receiver.close());
+      await createEndpoint(api, 'acme', { url: receiver.url, events: ['*'] });
+      const wakes = await wakesHeardBy(api);
+      const start = async () => {
+        const ctx = await context();
+        const worker = new DeliveryWorker(ctx, { pollIntervalMs: 60_000, reapIntervalMs: 60_000 });
+        await worker.start();
+        cleanup.push(() => worker.stop(1000));
+        return { ctx, worker };
+      };
+
+      const first = await start();
+      await new Emitter(api).emit({ tenantId: 'acme', type: 'user.updated', data: {} });
+      await receiver.waitFor(1, 30_000);
+      // A later notification from the same session arrives after any the fan-out sent.
+      first.ctx.signal.notify('replay');
+      await wakes.until('replay');
+      expect(wakes.heard).not.toContain('claim');
+      await first.worker.stop(1000);
+
+      // Three messages wait when the next worker starts: its first fan-out makes three deliveries.
+      for (let i = 0; i < 3; i++)
+        await new Emitter(api).emit({ tenantId: 'acme', type: 'user.updated', data: { i } });
+      await start();
+      await wakes.until('claim');
+      await receiver.waitFor(4, 30_000);
+    },
+    60_000,
+  );
+
   it('migrations are safe when several processes start at once', async () => {
     const database = await createTestDatabase(kind);
     cleanup.push(() => database.drop());

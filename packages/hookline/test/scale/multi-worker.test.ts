@@ -208,7 +208,7 @@ describe.each(STORE_KINDS)('several workers on one %s database', (kind) => {
       const first = await start();
       await new Emitter(api).emit({ tenantId: 'acme', type: 'user.updated', data: {} });
       await receiver.waitFor(1, 30_000);
-      // A later notification from the same session arrives after any the fan-out sent.
+      // Notifications arrive in commit order: one sent now arrives after any the fan-out sent.
       first.ctx.signal.notify('replay');
       await wakes.until('replay');
       expect(wakes.heard).not.toContain('claim');

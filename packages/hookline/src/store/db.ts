@@ -113,6 +113,23 @@ export function blobFromHex(dialect: Dialect, expr: string): string {
   return dialect === 'postgres' ? `decode(${expr}, 'hex')` : `unhex(${expr})`;
 }
 
+/**
+ * Statement texts that come in a few shapes however many rows they carry (messages.ts pads its
+ * inserts to a power of two of rows): PostgreSQL prepares them whatever their number of parameters,
+ * which otherwise leaves long lists unprepared (postgres/pg-db.ts, statementName).
+ */
+const fewShapes = new Set<string>();
+
+/** Marks `sql` as one of a bounded set of shapes (fewShapes) and answers it. */
+export function oneOfFewShapes(sql: string): string {
+  fewShapes.add(sql);
+  return sql;
+}
+
+export function isOneOfFewShapes(sql: string): boolean {
+  return fewShapes.has(sql);
+}
+
 /** `$first, $first+1, …` for `count` values: the list inside `IN (…)` or one row of `VALUES (…)`. */
 export function placeholders(count: number, first = 1): string {
   return Array.from({ length: count }, (_, i) => `$${first + i}`).join(', ');

@@ -3,6 +3,7 @@ import {
   jsonRecords,
   jsonTextArray,
   limitParam,
+  oneOfFewShapes,
   placeholders,
   type Queryable,
   type SqlValue,
@@ -33,8 +34,6 @@ export interface MessageRow {
   /** The emit's W3C `traceparent` when tracing is on (telemetry/tracing.ts), else null. */
   trace_context: string | null;
 }
-
-const MESSAGE_COLUMNS = 9;
 
 /**
  * The `ordering_seq` of keyed messages comes from the database's one ordering counter: a sequence on
@@ -121,44 +120,98 @@ export async function insertMessages(q: Queryable, rows: readonly MessageRow[]):
     return seqs;
   }
   const seqOf = new Map<string, number>();
-  for (let start = 0; start < rows.length; start += 500) {
-    const chunk = rows.slice(start, start + 500);
-    const params: SqlValue[] = [];
+  for (let start = 0; start < rows.length; start += MAX_PG_INSERT_ROWS) {
+    const chunk = rows.slice(start, start + MAX_PG_INSERT_ROWS);
     const traced = chunk.some((r) => r.trace_context !== null);
-    const insert = traced ? INSERT_TRACED_MESSAGE : INSERT_MESSAGE;
-    const tuples = chunk.map((row) => {
-      params.push(row.id, row.tenant_id, row.event_type, row.payload, row.idempotency_key);
-      params.push(row.idempotency_fingerprint, row.created_at, row.ordering_key);
-      const key = params.length;
-      params.push(row.ordering_key_sealed);
-      const values = placeholders(MESSAGE_COLUMNS, params.length - MESSAGE_COLUMNS + 1);
-      const seq = `CASE WHEN CAST($${key} AS TEXT) IS NULL THEN NULL ELSE nextval('ordering_seq') END`;
-      if (!traced) return `(${values}, ${seq})`;
-      params.push(row.trace_context);
-      return `(${values}, ${seq}, $${params.length})`;
-    });
-    const keyedChunk = chunk.some((r) => r.ordering_key !== null);
+    const keyed = chunk.some((r) => r.ordering_key !== null);
     const awaiting = chunk.filter((r) => r.awaits_fanout);
-    let sql = `${insert} VALUES ${tuples.join(', ')}`;
-    if (awaiting.length > 0) {
-      // A chunk some of whose messages were fanned out with their emit names the others.
-      let which = '';
-      if (awaiting.length < chunk.length) {
-        params.push(JSON.stringify(awaiting.map((r) => r.id)));
-        which = ` WHERE id IN (${jsonTextArray(q.dialect, params.length)})`;
-      }
-      sql = `WITH written AS (${sql} RETURNING id, ${QUEUED_FROM_MESSAGE}),
-        queued AS (INSERT INTO fanout_queue (${QUEUE_COLUMNS}) SELECT id, ${QUEUED_FROM_MESSAGE} FROM written${which})
-        SELECT id, ordering_seq FROM written WHERE ordering_seq IS NOT NULL`;
-    } else if (keyedChunk) sql += ' RETURNING id, ordering_seq';
-    if (!keyedChunk) {
+    const shape: InsertShape = {
+      rows: padded(chunk.length),
+      traced,
+      keyed,
+      queued: awaiting.length === 0 ? 'none' : awaiting.length === chunk.length ? 'all' : 'some',
+    };
+    const params: SqlValue[] = [];
+    for (const row of chunk) {
+      params.push(row.id, row.tenant_id, row.event_type, row.payload, row.idempotency_key);
+      params.push(row.idempotency_fingerprint, row.created_at, row.ordering_key, row.ordering_key_sealed);
+      if (traced) params.push(row.trace_context);
+    }
+    const columns = MESSAGE_PARAM_TYPES.length + (traced ? 1 : 0);
+    while (params.length < shape.rows * columns) params.push(null);
+    if (shape.queued === 'some') params.push(JSON.stringify(awaiting.map((r) => r.id)));
+    const sql = insertMessagesSql(shape);
+    if (!keyed) {
       await q.run(sql, params);
       continue;
     }
-    const keyed = await q.all<{ id: string; ordering_seq: string | null }>(sql, params);
-    for (const k of keyed) if (k.ordering_seq !== null) seqOf.set(k.id, Number(k.ordering_seq));
+    const written = await q.all<{ id: string; ordering_seq: string | null }>(sql, params);
+    for (const k of written) if (k.ordering_seq !== null) seqOf.set(k.id, Number(k.ordering_seq));
   }
   return rows.map((r) => seqOf.get(r.id) ?? null);
+}
+
+/** Rows in one PostgreSQL insert of messages: at most 5,120 parameters. */
+const MAX_PG_INSERT_ROWS = 512;
+
+/** The next power of two: the row count a PostgreSQL insert of `n` messages is padded to. */
+function padded(n: number): number {
+  let rows = 1;
+  while (rows < n) rows *= 2;
+  return rows;
+}
+
+interface InsertShape {
+  /** Rows of the VALUES list, a power of two; those past the messages are all NULL and skipped. */
+  rows: number;
+  /** With the emits' trace context. */
+  traced: boolean;
+  /** Some message has an ordering key: the statement answers the numbers it took. */
+  keyed: boolean;
+  /** Which messages get a fanout_queue row: all, none, or those whose ids the last parameter lists. */
+  queued: 'all' | 'none' | 'some';
+}
+
+/** The parameters' types, in the order insertMessages passes them. */
+const MESSAGE_PARAM_TYPES = ['text', 'text', 'text', 'bytea', 'text', 'text', 'bigint', 'text', 'bytea'];
+const VALUES_COLUMNS = `id, tenant_id, event_type, payload, idempotency_key, idempotency_fingerprint,
+  created_at, ordering_key, ordering_key_sealed`;
+
+const insertSqlByShape = new Map<string, string>();
+
+/**
+ * The PostgreSQL insert of a group of messages. Its VALUES list is padded to a power of two of rows,
+ * so the statement comes in a few texts, each prepared once per connection (db.ts, oneOfFewShapes):
+ * a text per group size was parsed and planned at every emit's commit, half the insert's cost for
+ * groups of 16–31. The padding rows are NULL and left out by the WHERE.
+ */
+function insertMessagesSql(shape: InsertShape): string {
+  const key = `${shape.rows} ${shape.traced} ${shape.keyed} ${shape.queued}`;
+  let sql = insertSqlByShape.get(key);
+  if (sql) return sql;
+  const types = shape.traced ? [...MESSAGE_PARAM_TYPES, 'text'] : MESSAGE_PARAM_TYPES;
+  const tuples = Array.from(
+    { length: shape.rows },
+    (_, row) => `(${types.map((type, i) => `$${row * types.length + i + 1}::${type}`).join(', ')})`,
+  );
+  const trace = shape.traced ? ', trace_context' : '';
+  // nextval is taken row by row in the VALUES list's order, for the keyed rows only.
+  const insert = `${shape.traced ? INSERT_TRACED_MESSAGE : INSERT_MESSAGE}
+    SELECT ${VALUES_COLUMNS}, CASE WHEN ordering_key IS NULL THEN NULL ELSE nextval('ordering_seq') END${trace}
+    FROM (VALUES ${tuples.join(', ')}) AS v(${VALUES_COLUMNS}${trace})
+    WHERE id IS NOT NULL`;
+  if (shape.queued === 'none') sql = shape.keyed ? `${insert} RETURNING id, ordering_seq` : insert;
+  else {
+    const which =
+      shape.queued === 'some'
+        ? ` WHERE id IN (${jsonTextArray('postgres', shape.rows * types.length + 1)})`
+        : '';
+    sql = `WITH written AS (${insert} RETURNING id, ${QUEUED_FROM_MESSAGE}),
+      queued AS (INSERT INTO fanout_queue (${QUEUE_COLUMNS}) SELECT id, ${QUEUED_FROM_MESSAGE} FROM written${which})
+      SELECT id, ordering_seq FROM written WHERE ordering_seq IS NOT NULL`;
+  }
+  insertSqlByShape.set(key, oneOfFewShapes(sql));
+  return sql;
 }
 
 /**

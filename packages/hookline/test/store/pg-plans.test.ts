@@ -13,6 +13,7 @@ import {
   recordSuccesses,
 } from '../../src/store/deliveries.js';
 import type { ClaimedAttempt } from '../../src/store/attempts.js';
+import { insertMessages, type MessageRow } from '../../src/store/messages.js';
 import { PgDb } from '../../src/store/postgres/pg-db.js';
 import { PG_URL, STORE_KINDS } from '../helpers/stores.js';
 import {
@@ -185,5 +186,43 @@ describe.runIf(STORE_KINDS.includes('postgres'))('PostgreSQL plans of the queue 
     const scans = [];
     for (const statement of fenced) scans.push(await updateScans(statement));
     expect(scans).toEqual(fenced.map(() => ['Index Scan deliveries_pkey']));
+  });
+
+  it("prepares the messages' insert once per power of two of rows, whatever the group's size", async () => {
+    // One connection, so pg_prepared_statements shows the one that inserted.
+    const api = new PgDb({ connectionString: PG_URL, schema: store.database.schema!, max: 1 });
+    try {
+      let n = 0;
+      const group = (size: number, key: string | null): MessageRow[] =>
+        Array.from({ length: size }, () => ({
+          id: `msg_plans_${++n}`,
+          tenant_id: 'acme',
+          event_type: 'user.created',
+          payload: Buffer.from('{}'),
+          idempotency_key: null,
+          idempotency_fingerprint: null,
+          created_at: T0,
+          ordering_key: key,
+          ordering_key_sealed: key === null ? null : Buffer.from(key),
+          trace_context: null,
+          awaits_fanout: true,
+        }));
+      // Groups of 5 to 8 are one text (8 rows, the padding left out), keyed or not; a group of 3 another.
+      for (const size of [5, 6, 7, 8, 3]) await insertMessages(api, group(size, null));
+      const seqs = await insertMessages(api, group(6, 'k'));
+      expect(seqs).toEqual([...seqs].sort((a, b) => a! - b!));
+      expect(new Set(seqs).size).toBe(6);
+      const prepared = await api.all<{ statement: string }>(
+        `SELECT statement FROM pg_prepared_statements
+         WHERE statement LIKE '%INSERT INTO messages%' AND statement NOT LIKE '%pg_prepared_statements%'`,
+      );
+      expect(prepared).toHaveLength(2);
+      const counts = await api.all<{ messages: number; queued: number }>(
+        'SELECT (SELECT COUNT(*) FROM messages) AS messages, (SELECT COUNT(*) FROM fanout_queue) AS queued',
+      );
+      expect(counts.map((c) => [Number(c.messages), Number(c.queued)])).toEqual([[35, 35]]);
+    } finally {
+      await api.close();
+    }
   });
 });

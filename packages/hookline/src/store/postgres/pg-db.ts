@@ -5,6 +5,7 @@ import pg from 'pg';
 import {
   isConnectionLoss,
   isLostRace,
+  isOneOfFewShapes,
   type Capabilities,
   type Db,
   type Notifications,
@@ -58,7 +59,8 @@ const statementNames = new Map<string, string | null>();
 const MAX_NAMED_STATEMENTS = 2000;
 /**
  * Statements with long IN or VALUES lists come in one text per list length; each would stay prepared
- * on every connection. The hot statements take their batches as one JSON parameter and stay under this.
+ * on every connection. The hot statements take their batches as one JSON parameter and stay under this,
+ * or come in a few shapes (db.ts, oneOfFewShapes: the messages' insert).
  */
 const MAX_NAMED_PARAMETERS = 32;
 
@@ -76,7 +78,7 @@ function statementName(sql: string): string | undefined {
   if (name === undefined) {
     const cacheable =
       /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(sql) &&
-      placeholderCount(sql) <= MAX_NAMED_PARAMETERS &&
+      (placeholderCount(sql) <= MAX_NAMED_PARAMETERS || isOneOfFewShapes(sql)) &&
       statementNames.size < MAX_NAMED_STATEMENTS;
     name = cacheable
       ? `hl${statementGeneration}_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`

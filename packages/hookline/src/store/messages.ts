@@ -440,7 +440,7 @@ export async function advanceFanout(
   }
 }
 
-/** Whether any message awaits fan-out: one probe of the partial index, outside any transaction. */
+/** Whether any message awaits fan-out: one probe of the fan-out queue, outside any transaction. */
 export async function anyAwaitingFanout(q: Queryable): Promise<boolean> {
   const row = await q.one('SELECT 1 AS awaiting FROM fanout_queue LIMIT 1');
   return row !== undefined;

@@ -92,8 +92,9 @@ describe.each(STORE_KINDS)('endpoint rate limits on %s', (kind) => {
     expect(burst).toBe(3);
     const claimed = await claimAt(store.db, T0, 100);
     expect(claimed).toHaveLength(burst);
-    // Each is sent at its slot plus the send delay, one interval apart.
-    const sendAt = claimed.map((c) => Number(c.send_at)).sort((a, b) => a - b);
+    // Each is sent at its slot plus the send delay, one interval apart, in the order they were due
+    // (equal due times: in the order of their ids).
+    const sendAt = [...claimed].sort((a, b) => (a.id < b.id ? -1 : 1)).map((c) => Number(c.send_at));
     expect(sendAt).toEqual(
       [0, 1, 2].map((i) => Math.floor((from + i * intervalUs + pacedSendDelayUs(intervalUs)) / 1000)),
     );

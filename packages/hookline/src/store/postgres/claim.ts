@@ -53,7 +53,7 @@ WITH ready AS (
   UPDATE deliveries d SET status = 'delivering', attempts = d.attempts + 1, lease_expires_at = $2, updated_at = $1
   WHERE d.id = ANY(ARRAY(SELECT id FROM taken)) AND ${notIndexed("d.status = 'pending'")}
   RETURNING d.id, d.message_id, d.endpoint_id, d.tenant_id, d.event_type, d.attempts, d.first_headers, d.replay_of,
-    d.ordering_key
+    d.ordering_key, d.next_attempt_at
 ), settled AS (
   UPDATE endpoint_queues q SET
     in_flight = q.in_flight + n.claimed,
@@ -78,13 +78,15 @@ SELECT c.id, c.message_id, c.endpoint_id, c.tenant_id, c.event_type, c.attempts,
   m.payload, m.is_test, m.trace_context, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at, e.headers AS endpoint_headers,
   (e.failing_since IS NULL AND e.circuit_open_until IS NULL) AS endpoint_healthy,
   -- A rate-limited attempt's slot in the pace, one interval after the one before whoever claimed it,
-  -- plus the send delay (store/endpoint-queues.ts, pacedSendDelayUs).
+  -- plus the send delay (store/endpoint-queues.ts, pacedSendDelayUs). The order is the candidates'
+  -- rank, taken from the claimed rows themselves: the generic plan guesses one row for every CTE, so a
+  -- join back to \`candidates\` was a nested loop, claimed × candidates comparisons per claim.
   CASE WHEN r.rate_interval_us IS NOT NULL THEN (r.tat_from
-    + (ROW_NUMBER() OVER (PARTITION BY c.endpoint_id ORDER BY k.rank) - 1) * r.rate_interval_us
+    + (ROW_NUMBER() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at, c.id) - 1) * r.rate_interval_us
     + LEAST(${PACED_SEND_DELAY_MAX_US}, ${PACED_SEND_DELAY_INTERVALS} * r.rate_interval_us)) / 1000
   END AS send_at
 FROM claimed c JOIN messages m ON m.id = c.message_id JOIN endpoints e ON e.id = c.endpoint_id
-  JOIN candidates k ON k.id = c.id JOIN ready r ON r.endpoint_id = c.endpoint_id`;
+  JOIN ready r ON r.endpoint_id = c.endpoint_id`;
 
 export async function claimPostgres(db: Queryable, o: ClaimOptions): Promise<ClaimedAttempt[]> {
   return db.all<ClaimedAttempt>(CLAIM, [o.now, o.leaseUntil, o.limit, o.ceiling, o.now * 1000]);

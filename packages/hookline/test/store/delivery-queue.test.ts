@@ -169,6 +169,23 @@ describe.each(STORE_KINDS)('delivery queue transitions on %s', (kind) => {
         ready_at: null,
       });
       expect(await claimAt(db, T0, 100, { ceiling: 5 })).toEqual([]);
+      // Below its own limit but not below a lower ceiling: nothing to take, and the claim lowers the
+      // limit, so the queue leaves the ready ones with its next due time kept.
+      const giveBackA = a.filter((c) => c.endpoint_id === 'ep-a').slice(0, 3);
+      const released = giveBackA.map((c) => ({ id: c.id, attempt: 1, endpoint_id: c.endpoint_id }));
+      expect(await db.transaction((tx) => releaseDeliveries(tx, released, T0, CEILING))).toBe(3);
+      expect(await queueOf(db, 'ep-a')).toMatchObject({
+        in_flight: 5,
+        concurrency_limit: 8,
+        ready_at: T0 - 1000,
+      });
+      expect(await claimAt(db, T0, 100, { ceiling: 4 })).toEqual([]);
+      expect(await queueOf(db, 'ep-a')).toMatchObject({
+        in_flight: 5,
+        concurrency_limit: 4,
+        next_due_at: T0 - 1000,
+        ready_at: null,
+      });
     });
 
     it('skips paused, inactive and saturated endpoints', async () => {

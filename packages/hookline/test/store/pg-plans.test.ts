@@ -53,6 +53,8 @@ interface PlanNode {
   'Relation Name'?: string;
   'Index Name'?: string;
   'Parent Relationship'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
   Plans?: PlanNode[];
 }
 
@@ -75,19 +77,24 @@ describe.runIf(STORE_KINDS.includes('postgres'))('PostgreSQL plans of the queue 
     await store.close();
   });
 
-  /**
-   * How each UPDATE of `deliveries` in the statement finds its rows, under the generic plan a
-   * connection would keep: one "<scan> <index>" per scan of the table feeding the update.
-   */
-  async function updateScans({ sql, params }: Statement): Promise<string[]> {
+  /** The generic plan of a recorded statement; with `analyze`, run (its changes made) and counted. */
+  async function planOf({ sql, params }: Statement, analyze = false): Promise<PlanNode> {
     await admin.query(`PREPARE s AS ${sql}`);
     const literal = (v: SqlValue) =>
       v === null ? 'NULL' : typeof v === 'number' ? String(v) : admin.escapeLiteral(String(v));
     const { rows } = await admin.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-      `EXPLAIN (FORMAT JSON) EXECUTE s(${params.map(literal).join(', ')})`,
+      `EXPLAIN (FORMAT JSON${analyze ? ', ANALYZE, TIMING OFF' : ''}) EXECUTE s(${params.map(literal).join(', ')})`,
     );
     await admin.query('DEALLOCATE s');
-    const updates = nodesOf(rows[0]!['QUERY PLAN'][0].Plan).filter(
+    return rows[0]!['QUERY PLAN'][0].Plan;
+  }
+
+  /**
+   * How each UPDATE of `deliveries` in the statement finds its rows, under the generic plan a
+   * connection would keep: one "<scan> <index>" per scan of the table feeding the update.
+   */
+  async function updateScans(statement: Statement): Promise<string[]> {
+    const updates = nodesOf(await planOf(statement)).filter(
       (n) => n['Node Type'] === 'ModifyTable' && n['Relation Name'] === 'deliveries',
     );
     // The rows an update changes come from its outer input; its init plans compute parameters.
@@ -118,6 +125,50 @@ describe.runIf(STORE_KINDS.includes('postgres'))('PostgreSQL plans of the queue 
     expect(await claimQuietly(db)).toHaveLength(8); // the adaptive limit's start
     expect(statements).toHaveLength(1);
     expect(await updateScans(statements[0]!)).toEqual(['Index Scan deliveries_pkey']);
+  });
+
+  it('a claim reads about its limit of deliveries and writes only the queues it takes from, however many are ready', async () => {
+    // 60 endpoints with 20 due deliveries each; a claim of 40 takes 8 (the adaptive limit's start) from
+    // each of the first five in ready order, and locks 40 ready queues (it cannot know how many it
+    // needs before it has them).
+    const endpoints = Array.from({ length: 60 }, (_, i) => `ep-${String(i).padStart(2, '0')}`);
+    for (const id of endpoints) {
+      await addEndpoint(store.db, id);
+      await addDeliveries(store.db, id, dueTimes(20));
+    }
+    const { db, statements } = recording(store.db);
+    const first = await claimDeliveries(db, {
+      now: T0,
+      leaseUntil: T0 + LEASE_MS,
+      limit: 40,
+      ceiling: CEILING,
+    });
+    const perEndpoint = (claimed: readonly ClaimedAttempt[]) =>
+      [...new Set(claimed.map((c) => c.endpoint_id))].map(
+        (id) => claimed.filter((c) => c.endpoint_id === id).length,
+      );
+    expect(perEndpoint(first)).toEqual([8, 8, 8, 8, 8]);
+    const versions = async () =>
+      new Map(
+        (
+          await admin.query<{ endpoint_id: string; xmin: string }>(
+            'SELECT endpoint_id, xmin FROM endpoint_queues',
+          )
+        ).rows.map((r) => [r.endpoint_id, r.xmin]),
+      );
+    const before = await versions();
+    // The same claim again, counted: the next five endpoints' 40.
+    const plan = await planOf(statements[0]!, true);
+    const pendingRead = nodesOf(plan)
+      .filter((n) => n['Index Name'] === 'deliveries_pending_by_endpoint')
+      .reduce((sum, n) => sum + n['Actual Rows']! * n['Actual Loops']!, 0);
+    // Each endpoint taken from gives one row more than it is asked for: its next due time.
+    expect(pendingRead).toBe(45);
+    const after = await versions();
+    const written = endpoints.filter((id) => before.get(id) !== after.get(id));
+    expect(written).toHaveLength(5);
+    // Five others than the first claim's, which are at their limit now.
+    expect(written.filter((id) => first.some((c) => c.endpoint_id === id))).toEqual([]);
   });
 
   it("plans the workers' claims once per connection, even when their first runs were cheap", async () => {

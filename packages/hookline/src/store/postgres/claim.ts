@@ -20,8 +20,8 @@ WITH ready AS (
   -- lower bound (docs/architecture.md, "Claiming").
   -- Room: the adaptive limit's, and a rate limit's (docs/architecture.md, "Rate limits"): as many
   -- attempts as fit before the pace runs more than its tolerance ahead of now ($5, in microseconds).
-  SELECT q.endpoint_id, q.next_due_at AS latest_due, q.rate_interval_us, q.rate_tolerance_us,
-    ${PACE_FROM} AS tat_from,
+  SELECT q.endpoint_id, q.ready_at, q.queued, q.next_due_at AS latest_due, q.rate_interval_us,
+    q.rate_tolerance_us, ${PACE_FROM} AS tat_from,
     LEAST(LEAST(q.concurrency_limit, $4) - q.in_flight, CASE
       WHEN q.rate_interval_us IS NULL THEN $3
       WHEN $5 + q.rate_tolerance_us < ${PACE_FROM} THEN 0
@@ -34,18 +34,30 @@ WITH ready AS (
   ORDER BY q.ready_at
   LIMIT $3
   FOR UPDATE OF q SKIP LOCKED
+), shares AS (
+  -- The claim's limit shared out in ready order, longest waiting first: to each endpoint as many as its
+  -- room and its queue allow until the limit is spent (\`queued\` also counts held deliveries and later
+  -- retries, so it bounds what is due from above). So a claim reads O(limit) deliveries however many
+  -- endpoints are ready. Those the limit leaves nothing are only locked, not read or written; one with
+  -- no room (a ceiling below its limit, or its rate's next slot not yet come) is settled all the same.
+  SELECT s.*, s.share > 0 OR s.room <= 0 AS settles FROM (
+    SELECT r.*, GREATEST(0, LEAST(r.want,
+      $3 - (SUM(r.want) OVER (ORDER BY r.ready_at, r.endpoint_id ROWS UNBOUNDED PRECEDING) - r.want)))::int AS share
+    FROM (SELECT ready.*, LEAST(GREATEST(room, 0), GREATEST(queued, 1)) AS want FROM ready) r
+  ) s
 ), candidates AS (
-  -- One row past the endpoint's room: what is left tells the queue its next due time.
-  SELECT d.id, d.endpoint_id, d.next_attempt_at, r.room,
+  -- One row past the endpoint's share: what is left tells the queue its next due time.
+  SELECT d.id, d.endpoint_id, d.next_attempt_at, s.share,
     ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rank
-  FROM ready r CROSS JOIN LATERAL (
+  FROM shares s CROSS JOIN LATERAL (
     SELECT id, endpoint_id, next_attempt_at FROM deliveries
-    WHERE endpoint_id = r.endpoint_id AND status = 'pending'
+    WHERE endpoint_id = s.endpoint_id AND status = 'pending'
     ORDER BY next_attempt_at
-    LIMIT GREATEST(r.room, 0) + 1
+    LIMIT s.share + 1
   ) d
+  WHERE s.settles
 ), taken AS (
-  SELECT id FROM candidates WHERE rank <= room AND next_attempt_at <= $1
+  SELECT id FROM candidates WHERE rank <= share AND next_attempt_at <= $1
   ORDER BY next_attempt_at LIMIT $3
 ), claimed AS (
   -- = ANY(ARRAY(…)) and a status check no partial index matches: primary-key lookups whatever the
@@ -54,6 +66,17 @@ WITH ready AS (
   WHERE d.id = ANY(ARRAY(SELECT id FROM taken)) AND ${notIndexed("d.status = 'pending'")}
   RETURNING d.id, d.message_id, d.endpoint_id, d.tenant_id, d.event_type, d.attempts, d.first_headers, d.replay_of,
     d.ordering_key, d.next_attempt_at
+), tally AS (
+  -- Per endpoint, in one pass: how many it gave and the earliest due of what was read and left. (A
+  -- subquery per endpoint read every claimed and candidate row once for each endpoint.)
+  SELECT endpoint_id, COUNT(*) FILTER (WHERE was_claimed) AS claimed,
+    MIN(next_attempt_at) FILTER (WHERE NOT was_claimed) AS next_due
+  FROM (
+    SELECT endpoint_id, true AS was_claimed, NULL::bigint AS next_attempt_at FROM claimed
+    UNION ALL
+    SELECT endpoint_id, false, next_attempt_at FROM candidates WHERE id NOT IN (SELECT id FROM taken)
+  ) t
+  GROUP BY endpoint_id
 ), settled AS (
   UPDATE endpoint_queues q SET
     in_flight = q.in_flight + n.claimed,
@@ -65,13 +88,12 @@ WITH ready AS (
     throttled_until = CASE WHEN n.rate_interval_us IS NULL OR n.claimed = 0 THEN q.throttled_until
       ELSE (n.tat_from + n.claimed * n.rate_interval_us - n.rate_tolerance_us + 999) / 1000 END
   FROM (
-    SELECT r.endpoint_id, r.changed, r.latest_due, r.tat_from, r.rate_interval_us, r.rate_tolerance_us,
-      (SELECT COUNT(*) FROM claimed c WHERE c.endpoint_id = r.endpoint_id) AS claimed,
-      (SELECT MIN(c.next_attempt_at) FROM candidates c
-       WHERE c.endpoint_id = r.endpoint_id AND c.id NOT IN (SELECT id FROM taken)) AS next_due
-    FROM ready r
+    SELECT s.endpoint_id, s.changed, s.latest_due, s.tat_from, s.rate_interval_us, s.rate_tolerance_us,
+      COALESCE(t.claimed, 0) AS claimed, t.next_due
+    FROM shares s LEFT JOIN tally t ON t.endpoint_id = s.endpoint_id
+    WHERE s.settles
   ) n
-  WHERE q.endpoint_id = n.endpoint_id AND q.endpoint_id = ANY(ARRAY(SELECT endpoint_id FROM ready))
+  WHERE q.endpoint_id = n.endpoint_id AND q.endpoint_id = ANY(ARRAY(SELECT endpoint_id FROM shares WHERE settles))
 )
 SELECT c.id, c.message_id, c.endpoint_id, c.tenant_id, c.event_type, c.attempts, c.first_headers, c.replay_of,
   c.ordering_key,

@@ -115,6 +115,7 @@ function steadyRows() {
     s('graphile', 'graphile-worker end to end (addJob(), 32 in flight)', 'graphile.e2e'),
     s('drain-sqlite', 'hookline drain, SQLite, 1 worker, 1 endpoint', 'drain.sqlite.1', bullDrain),
     s('drain-sqlite', 'hookline drain, SQLite, 1 worker, 10 endpoints', 'drain.sqlite.10', bullDrain),
+    s('drain-sqlite', 'hookline drain, SQLite, 1 worker, 1,000 endpoints', 'drain.sqlite.1000', bullDrain),
     s(
       'traced-drain',
       'hookline drain, SQLite, 1 worker, 1 endpoint, tracing on (default sampler)',
@@ -123,6 +124,7 @@ function steadyRows() {
     ),
     s('drain-pg', 'hookline drain, PostgreSQL, 2 workers, 1 endpoint', 'drain.pg.1', gwDrain),
     s('drain-pg', 'hookline drain, PostgreSQL, 2 workers, 10 endpoints', 'drain.pg.10', gwDrain),
+    s('drain-pg', 'hookline drain, PostgreSQL, 2 workers, 1,000 endpoints', 'drain.pg.1000', gwDrain),
     s('e2e-sqlite', 'hookline end to end, SQLite (serve), 1 endpoint', 'e2e.sqlite.1', bullE2e),
     s('e2e-sqlite', 'hookline end to end, SQLite (serve), 10 endpoints', 'e2e.sqlite.10', bullE2e),
     s('e2e-pg', `hookline end to end, ${pg}, 1 endpoint`, 'e2e.pg.1', gwE2e),
@@ -436,6 +438,7 @@ const loadAtStart = os.loadavg();
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   if (args.help) {
+    const width = Math.max(...CASES.map((c) => c.name.length)) + 2;
     process.stdout.write(
       [
         'npm run bench [-- --quick] [--only a,b] [--repeat N] [--skip-memory]',
@@ -446,7 +449,7 @@ async function main() {
         'Drain and end-to-end figures are taken between the 20 % and 90 % marks of the deliveries;',
         'the top of bench/run.js says what every column means.',
         'cases:',
-        ...CASES.map((c) => `  ${c.name.padEnd(14)}${c.about}`),
+        ...CASES.map((c) => `  ${c.name.padEnd(width)}${c.about}`),
         '',
       ].join('\n'),
     );

@@ -179,9 +179,12 @@ async function drainCase(ctx, kind, workers) {
   const metrics = {};
   const notes = {};
   await withSubscribers(['ok'], async (sub) => {
-    for (const endpoints of [1, 10]) {
-      ctx.log(`${kind} drain, ${endpoints} endpoint(s), ${workers} worker(s)`);
-      const r = await hooklineDrain(ctx, sub, kind, endpoints, workers);
+    // 1,000 endpoints of one tenant, past the default HOOKLINE_MAX_ENDPOINTS_PER_TENANT (100): a
+    // claim then spans many ready endpoints, each with a backlog.
+    for (const endpoints of [1, 10, 1000]) {
+      ctx.log(`${kind} drain, ${fmt(endpoints)} endpoint(s), ${workers} worker(s)`);
+      const env = endpoints > 100 ? { HOOKLINE_MAX_ENDPOINTS_PER_TENANT: String(endpoints) } : {};
+      const r = await hooklineDrain(ctx, sub, kind, endpoints, workers, { env });
       Object.assign(metrics, steadyMetrics(`drain.${kind}.${endpoints}`, r));
       notes[`drain.${kind}.${endpoints}.rate`] = steadyNote(ctx, r);
     }
@@ -899,7 +902,7 @@ export const CASES = [
   },
   {
     name: 'drain-sqlite',
-    about: 'hookline SQLite drain, 1 worker, 1 and 10 endpoints (steady)',
+    about: 'hookline SQLite drain, 1 worker, 1, 10 and 1,000 endpoints (steady)',
     run: (ctx) => drainCase(ctx, 'sqlite', 1),
   },
   {
@@ -909,7 +912,7 @@ export const CASES = [
   },
   {
     name: 'drain-pg',
-    about: 'hookline PostgreSQL drain, 2 workers, 1 and 10 endpoints (steady)',
+    about: 'hookline PostgreSQL drain, 2 workers, 1, 10 and 1,000 endpoints (steady)',
     run: (ctx) => drainCase(ctx, 'pg', 2),
   },
   {

@@ -239,6 +239,20 @@ describe.runIf(STORE_KINDS.includes('postgres'))('PostgreSQL plans of the queue 
     expect(scans).toEqual(fenced.map(() => ['Index Scan deliveries_pkey']));
   });
 
+  it('prepares the notification an emit sends', async () => {
+    const api = new PgDb({ connectionString: PG_URL, schema: store.database.schema!, max: 1 });
+    try {
+      for (let i = 0; i < 3; i++) await api.notifications!.notify('fanout', '');
+      const prepared = await api.all<{ statement: string }>(
+        `SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%pg_notify%'
+         AND statement NOT LIKE '%pg_prepared_statements%'`,
+      );
+      expect(prepared).toHaveLength(1);
+    } finally {
+      await api.close();
+    }
+  });
+
   it("prepares the messages' insert once per power of two of rows, whatever the group's size", async () => {
     // One connection, so pg_prepared_statements shows the one that inserted.
     const api = new PgDb({ connectionString: PG_URL, schema: store.database.schema!, max: 1 });

@@ -178,7 +178,8 @@ export class PgDb implements Db {
   private readonly q: Queryable;
   readonly notifications: Notifications = {
     notify: async (channel, payload) => {
-      await this.pool.query('SELECT pg_notify($1, $2)', [await this.scoped(channel), payload]);
+      // Prepared like every statement: an API sends one per group of emits, parsed afresh each time.
+      await query(this.pool, 'SELECT pg_notify($1, $2)', [await this.scoped(channel), payload]);
     },
     listen: async (channel, onNotify, log) => {
       const listener = new PgListener(this.pool.options, () => this.scoped(channel), onNotify, log);

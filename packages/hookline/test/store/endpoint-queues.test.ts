@@ -428,6 +428,23 @@ describe.each(STORE_KINDS)('endpoint queues on %s', (kind) => {
       // Otherwise the endpoint would be given 8 more attempts on top of the 8 still out.
       expect(await claimAt(db, T0, 100)).toEqual([]);
     });
+
+    it.runIf(kind === 'postgres')(
+      'locks no queue row when every count is right: claims and flushes are not held off it',
+      async () => {
+        const { db } = store;
+        for (const id of ['ep-a', 'ep-b']) {
+          await addEndpoint(db, id);
+          await addDeliveries(db, id, dueTimes(5));
+        }
+        expect(await claimAt(db, T0, 100)).toHaveLength(10);
+        // A row lock leaves the locker's transaction id in xmax, even when nothing is written.
+        const xmax = () => db.all<{ xmax: string }>('SELECT xmax::text AS xmax FROM endpoint_queues');
+        const before = await xmax();
+        expect(await db.transaction((tx) => reconcileInFlight(tx))).toBe(0);
+        expect(await xmax()).toEqual(before);
+      },
+    );
   });
 
   describe('reconcileNextDue', () => {

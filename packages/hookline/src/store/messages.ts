@@ -429,8 +429,9 @@ export async function advanceFanout(
   partial: { id: string; cursor: string } | null,
 ): Promise<void> {
   if (done.length > 0) {
-    // = ANY(ARRAY(…)) on PostgreSQL: primary-key lookups whatever the plan thinks of the table's size
-    // (store/db.ts, notIndexed).
+    // = ANY(ARRAY(…)) on PostgreSQL, as the queue's fences (store/db.ts, notIndexed). The table is small,
+    // so its plan may read it whole rather than by key: dead rows included, until the workers' vacuum
+    // (docs/scaling.md, "Vacuum").
     const ids = jsonTextArray(q.dialect, 1);
     const which = q.dialect === 'postgres' ? `= ANY(ARRAY(${ids}))` : `IN (${ids})`;
     await q.run(`DELETE FROM fanout_queue WHERE message_id ${which}`, [JSON.stringify(done)]);
